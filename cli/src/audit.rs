@@ -1,0 +1,6 @@
+//! `commlens audit` (not written yet).
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> Result<ExitCode, crate::CliError> {
+    Err(crate::CliError::Failed("commlens audit: not available yet".into()))
+}

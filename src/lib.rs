@@ -1,0 +1,1 @@
+//! commlens core: see ARCHITECTURE.md.
