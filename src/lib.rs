@@ -1,1 +1,86 @@
-//! commlens core: see ARCHITECTURE.md.
+//! commlens core: read `torch.fx` graph dumps, plan FSDP collective buckets exactly as the
+//! reference planner does, and explain them. Pure functions from bytes and structs to structs;
+//! errors are values that name the node and the field. Nothing here knows about files,
+//! terminals or browsers: the CLI, the wasm crate and the web app are thin shells over it.
+//! See ARCHITECTURE.md for the code map and the invariants each boundary keeps.
+
+pub mod dump;
+pub mod graph;
+pub mod planner;
+pub mod pyjson;
+pub mod timeline;
+pub mod value;
+
+pub use dump::{read_dump, Dump, DumpError};
+pub use graph::{Graph, NodeId};
+pub use planner::{plan, ArgError, BucketPlan, PlannerArgs};
+pub use value::PyValue;
+
+use std::fmt;
+
+/// Why `commlens plan` could not produce a report. `Display` is the message the CLI prints on
+/// stderr (for argument errors, the reference's `ValueError` message verbatim).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanFailure {
+    /// The dump could not be read.
+    Dump(DumpError),
+    /// `args.json` is not a JSON object.
+    ArgsFile(String),
+    /// The planner rejected its arguments.
+    Args(ArgError),
+}
+
+impl fmt::Display for PlanFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanFailure::Dump(e) => e.fmt(f),
+            PlanFailure::ArgsFile(message) => f.write_str(message),
+            PlanFailure::Args(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PlanFailure {}
+
+/// Reads planner arguments in the conformance corpus's `args.json` format.
+pub fn parse_args_json(bytes: &[u8]) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!(
+            "invalid planner arguments: expected a JSON object, found {}",
+            value::kind_of(&other)
+        )),
+        Err(e) => Err(format!(
+            "invalid planner arguments: not valid JSON at line {}, column {}: {e}",
+            e.line(),
+            e.column()
+        )),
+    }
+}
+
+/// The planner arguments for a graph: `args` keys first, then the dump's `planner` object,
+/// then the dump's `group_ranks`, then the reference's defaults.
+pub fn resolve_args(
+    graph: &Graph,
+    args: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> PlannerArgs {
+    PlannerArgs::resolve(
+        args,
+        graph.dump.planner.as_ref(),
+        graph.dump.group_ranks.as_ref(),
+    )
+}
+
+/// `commlens plan` as a function: dump bytes and optional `args.json` bytes in, the report
+/// text (`json.dumps(report, indent=1, sort_keys=True)` + newline) out. The CLI and the wasm
+/// build both call exactly this, so their outputs agree byte for byte.
+pub fn plan_report_json(dump: &[u8], args_json: Option<&[u8]>) -> Result<String, PlanFailure> {
+    let args = match args_json {
+        Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
+        None => None,
+    };
+    let graph = Graph::new(read_dump(dump).map_err(PlanFailure::Dump)?);
+    let planner_args = resolve_args(&graph, args.as_ref());
+    let plan = plan(&graph, &planner_args).map_err(PlanFailure::Args)?;
+    Ok(planner::report::plan_to_json(&plan, &graph))
+}

@@ -2,5 +2,7 @@
 use std::process::ExitCode;
 
 pub fn run(_args: &[String]) -> Result<ExitCode, crate::CliError> {
-    Err(crate::CliError::Failed("commlens roles: not available yet".into()))
+    Err(crate::CliError::Failed(
+        "commlens roles: not available yet".into(),
+    ))
 }

@@ -1,0 +1,398 @@
+//! The plan report (`BucketPlan.to_dict()`), the graph signature, group digests, and
+//! `validate_group_plans`, byte-compatible with the Python reference.
+
+use super::{Bucket, BucketPlan, Candidate, WireRecord};
+use crate::dump::Node;
+use crate::graph::Graph;
+use crate::pyjson;
+use crate::value::{py_repr_str, PyValue};
+use indexmap::IndexMap;
+use std::fmt;
+
+fn dict<const N: usize>(entries: [(&str, PyValue); N]) -> PyValue {
+    PyValue::Dict(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
+fn str_list(items: &[String]) -> PyValue {
+    PyValue::List(items.iter().cloned().map(PyValue::Str).collect())
+}
+
+fn int_list(items: &[i128]) -> PyValue {
+    PyValue::List(items.iter().map(|&i| PyValue::Int(i)).collect())
+}
+
+fn uint(value: u128) -> PyValue {
+    PyValue::Int(value.min(i128::MAX as u128) as i128)
+}
+
+/// `Candidate.describe()`.
+pub fn describe_candidate(candidate: &Candidate) -> PyValue {
+    dict([
+        ("param_name", PyValue::Str(candidate.param_name.clone())),
+        ("state_idx", PyValue::Int(candidate.state_idx)),
+        ("kind", PyValue::Str(candidate.kind.as_str().into())),
+        ("backward", PyValue::Bool(candidate.backward)),
+        ("scope", PyValue::Str(candidate.scope.clone())),
+        ("module_fqns", str_list(&candidate.module_fqns)),
+        ("group", PyValue::Str(candidate.group.clone())),
+        ("ranks", int_list(&candidate.ranks)),
+        ("dtype", PyValue::Str(candidate.dtype.clone())),
+        ("device_type", PyValue::Str(candidate.device_type().into())),
+        ("input_shape", int_list(&candidate.input_shape)),
+        ("output_shape", int_list(&candidate.output_shape)),
+        (
+            "reduce_op",
+            candidate
+                .reduce_op
+                .clone()
+                .map_or(PyValue::None, PyValue::Str),
+        ),
+    ])
+}
+
+/// `Bucket.describe()`: packed offsets, bytes and scheduling bounds.
+pub fn describe_bucket(bucket: &Bucket) -> PyValue {
+    let mut offset: u128 = 0;
+    let mut members = Vec::with_capacity(bucket.members.len());
+    for member in &bucket.members {
+        let local_numel = member.local_numel();
+        let PyValue::Dict(mut described) = describe_candidate(member) else {
+            unreachable!("describe_candidate returns a dict")
+        };
+        described.insert("local_offset".into(), uint(offset));
+        described.insert("local_numel".into(), uint(local_numel));
+        members.push(PyValue::Dict(described));
+        offset = offset.saturating_add(local_numel);
+    }
+    dict([
+        ("bucket_id", PyValue::Str(bucket.bucket_id.clone())),
+        (
+            "rewrite_supported",
+            PyValue::Bool(bucket.supports_rs_rewrite() || bucket.supports_ag_rewrite()),
+        ),
+        ("members", PyValue::List(members)),
+        ("size_bytes", uint(bucket.size_bytes())),
+        ("latest_input", PyValue::Int(bucket.latest_input() as i128)),
+        (
+            "earliest_consumer",
+            PyValue::Int(bucket.earliest_consumer() as i128),
+        ),
+        ("fusable", PyValue::Bool(bucket.fusable())),
+    ])
+}
+
+fn wire_value(record: &WireRecord) -> PyValue {
+    PyValue::List(vec![
+        record.comm_type.clone(),
+        record.param_name.clone(),
+        record.state_idx.clone(),
+        record.spec.clone(),
+        record.reduce_op.clone(),
+    ])
+}
+
+/// `BucketPlan.group_digest(group)`: layout and order for one process group, without
+/// rank-local device indices.
+pub fn group_digest(plan: &BucketPlan, group: &str) -> String {
+    let layouts: Vec<PyValue> = plan
+        .buckets
+        .iter()
+        .filter(|b| b.members.first().is_some_and(|m| m.group == group))
+        .map(|b| PyValue::List(b.members.iter().map(describe_candidate).collect()))
+        .collect();
+    let wire = plan
+        .wire_collectives
+        .get(group)
+        .map(|records| PyValue::List(records.iter().map(wire_value).collect()))
+        .unwrap_or(PyValue::List(Vec::new()));
+    let ranks = plan
+        .group_ranks
+        .get(group)
+        .map(|r| int_list(r))
+        .unwrap_or(PyValue::None);
+    pyjson::digest(&PyValue::List(vec![ranks, PyValue::List(layouts), wire]))
+}
+
+/// `BucketPlan.to_dict()` with node names for decisions.
+pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
+    let name = |id: usize| PyValue::Str(graph.node(id).name.clone());
+    let decisions = plan
+        .decisions
+        .iter()
+        .map(|d| {
+            let mut map = IndexMap::new();
+            map.insert("node".to_string(), name(d.node));
+            if let Some(previous) = d.previous_node {
+                map.insert("previous_node".to_string(), name(previous));
+            }
+            map.insert("action".to_string(), PyValue::Str(d.action.as_str().into()));
+            map.insert("reason".to_string(), PyValue::Str(d.reason.as_str().into()));
+            PyValue::Dict(map)
+        })
+        .collect();
+    let summary = &plan.summary;
+    let reason_counts = PyValue::Dict(
+        summary
+            .reason_counts
+            .iter()
+            .map(|(action, counts)| {
+                (
+                    action.as_str().to_string(),
+                    PyValue::Dict(
+                        counts
+                            .iter()
+                            .map(|(r, n)| (r.as_str().to_string(), PyValue::Int(*n as i128)))
+                            .collect(),
+                    ),
+                )
+            })
+            .collect(),
+    );
+    let count = |n: usize| PyValue::Int(n as i128);
+    let summary_value = dict([
+        ("tagged_collectives", count(summary.tagged_collectives)),
+        ("selected_parameters", count(summary.selected_parameters)),
+        ("selected_collectives", count(summary.selected_collectives)),
+        (
+            "candidate_collectives",
+            count(summary.candidate_collectives),
+        ),
+        ("buckets", count(summary.buckets)),
+        ("singletons", count(summary.singletons)),
+        (
+            "rs_rewrite_candidates",
+            count(summary.rs_rewrite_candidates),
+        ),
+        (
+            "ag_rewrite_candidates",
+            count(summary.ag_rewrite_candidates),
+        ),
+        ("reason_counts", reason_counts),
+        (
+            "unmatched_module_paths",
+            str_list(&summary.unmatched_module_paths),
+        ),
+    ]);
+    let module_bucket_plans = match &plan.module_bucket_plans {
+        None => PyValue::None,
+        Some(groups) => PyValue::List(groups.iter().map(|g| str_list(g)).collect()),
+    };
+    let group_ranks = PyValue::Dict(
+        plan.group_ranks
+            .iter()
+            .map(|(g, ranks)| (g.clone(), int_list(ranks)))
+            .collect(),
+    );
+    let group_digests = PyValue::Dict(
+        plan.group_ranks
+            .keys()
+            .map(|g| (g.clone(), PyValue::Str(group_digest(plan, g))))
+            .collect(),
+    );
+    dict([
+        (
+            "buckets",
+            PyValue::List(plan.buckets.iter().map(describe_bucket).collect()),
+        ),
+        ("decisions", PyValue::List(decisions)),
+        ("summary", summary_value),
+        ("signature", PyValue::Str(plan.signature.clone())),
+        ("module_bucket_plans", module_bucket_plans),
+        ("group_ranks", group_ranks),
+        ("group_digests", group_digests),
+    ])
+}
+
+/// The report as the CLI prints it: `json.dumps(to_dict(), indent=1, sort_keys=True)` and a
+/// newline, the layout of the conformance corpus's `plan.json`.
+pub fn plan_to_json(plan: &BucketPlan, graph: &Graph) -> String {
+    let mut text = pyjson::dumps_indented(&plan_to_value(plan, graph));
+    text.push('\n');
+    text
+}
+
+/// Metadata keys the signature covers: every `fsdp_*` key and these.
+const SIGNATURE_KEYS: [&str; 5] = [
+    "comm_type",
+    "comm_group",
+    "param_name",
+    "state_idx",
+    "autograd_backward",
+];
+
+/// `graph_signature`: SHA-256 over each node's name, target, args, kwargs and planning
+/// metadata, so a plan can be matched to the graph snapshot it was made from.
+pub fn graph_signature(graph: &Graph) -> String {
+    let records: Vec<PyValue> = graph
+        .nodes()
+        .iter()
+        .map(|node| {
+            let (target, args, kwargs) = python_strings(node);
+            let metadata: IndexMap<String, PyValue> = node
+                .meta
+                .iter()
+                .filter(|(k, _)| k.starts_with("fsdp_") || SIGNATURE_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            PyValue::List(vec![
+                PyValue::Str(node.name.clone()),
+                PyValue::Str(target),
+                PyValue::Str(args),
+                PyValue::Str(kwargs),
+                PyValue::Dict(metadata),
+            ])
+        })
+        .collect();
+    pyjson::digest(&PyValue::List(records))
+}
+
+/// `str(node.target)`, `str(node.args)`, `str(node.kwargs)`: from the dump's `repr` field
+/// when present, else rendered as Python would print them (best effort: a dump cannot say
+/// whether an array was a tuple or a list).
+pub fn python_strings(node: &Node) -> (String, String, String) {
+    if let Some(repr) = &node.repr {
+        return (repr.target.clone(), repr.args.clone(), repr.kwargs.clone());
+    }
+    let target = python_target_str(node);
+    let args = PyValue::py_repr_tuple(&node.args);
+    let kwargs = {
+        let mut out = String::from("{");
+        for (i, (k, v)) in node.kwargs.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&py_repr_str(k));
+            out.push_str(": ");
+            out.push_str(&v.py_repr());
+        }
+        out.push('}');
+        out
+    };
+    (target, args, kwargs)
+}
+
+/// Namespaces of `torch.ops` whose `str()` is the canonical name itself.
+const OP_NAMESPACES: &[&str] = &[
+    "aten",
+    "prims",
+    "_c10d_functional",
+    "c10d_functional",
+    "c10d",
+    "inductor",
+    "higher_order",
+    "profiler",
+    "quantized",
+    "symm_mem",
+    "_dtensor",
+];
+
+fn python_target_str(node: &Node) -> String {
+    use crate::dump::Op;
+    if node.op != Op::CallFunction {
+        return node.target.clone();
+    }
+    if let Some(name) = node.target.strip_prefix("_operator.") {
+        return format!("<built-in function {name}>");
+    }
+    let namespace = node.target.split('.').next().unwrap_or_default();
+    if OP_NAMESPACES.contains(&namespace) {
+        return node.target.clone();
+    }
+    let last = node.target.rsplit('.').next().unwrap_or(&node.target);
+    format!("<function {last}>")
+}
+
+/// Why rank reports do not validate; `message` is the reference's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidationError {
+    pub message: String,
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ValidationError {}
+
+/// `validate_group_plans` over `(rank, report)` pairs in the caller's order; the first listed
+/// report is the one the others are compared with.
+pub fn validate_group_plans(
+    reports: &[(PyValue, PyValue)],
+    group: &str,
+) -> Result<(), ValidationError> {
+    let fail = |message: String| Err(ValidationError { message });
+    if reports.is_empty() {
+        return fail("No rank reports supplied".into());
+    }
+    // A dict keyed by rank: a repeated rank keeps its first place and its last report.
+    let mut by_rank: Vec<(PyValue, &PyValue)> = Vec::new();
+    for (rank, report) in reports {
+        match by_rank.iter_mut().find(|(r, _)| r.py_eq(rank)) {
+            Some(slot) => slot.1 = report,
+            None => by_rank.push((rank.clone(), report)),
+        }
+    }
+    let field = |report: &PyValue, key: &str| -> Option<PyValue> {
+        report.as_dict().and_then(|d| d.get(key)).cloned()
+    };
+    let lookup = |report: &PyValue, key: &str| -> Result<PyValue, ValidationError> {
+        field(report, key).ok_or_else(|| ValidationError {
+            message: format!(
+                "A rank report has no {key:?} (expected BucketPlan.to_dict() reports)"
+            ),
+        })
+    };
+    let first = by_rank[0].1;
+    let first_ranks = lookup(first, "group_ranks")?;
+    let expected = first_ranks.as_dict().and_then(|d| d.get(group)).cloned();
+    let Some(expected) = expected.filter(|e| !matches!(e, PyValue::None)) else {
+        return fail(format!("Expected reports for group {group} ranks None"));
+    };
+    let expected_items: Vec<PyValue> = match &expected {
+        PyValue::List(items) => items.clone(),
+        other => vec![other.clone()],
+    };
+    let same_set = by_rank
+        .iter()
+        .all(|(r, _)| expected_items.iter().any(|e| e.py_eq(r)))
+        && expected_items
+            .iter()
+            .all(|e| by_rank.iter().any(|(r, _)| e.py_eq(r)));
+    if !same_set {
+        return fail(format!(
+            "Expected reports for group {group} ranks {}",
+            expected.py_str()
+        ));
+    }
+    let first_digest = lookup(first, "group_digests")?
+        .as_dict()
+        .and_then(|d| d.get(group))
+        .cloned();
+    for (_, report) in &by_rank {
+        let ranks = lookup(report, "group_ranks")?
+            .as_dict()
+            .and_then(|d| d.get(group))
+            .cloned()
+            .unwrap_or(PyValue::List(Vec::new()));
+        let digest = lookup(report, "group_digests")?
+            .as_dict()
+            .and_then(|d| d.get(group))
+            .cloned();
+        let digests_agree = match (&digest, &first_digest) {
+            (Some(a), Some(b)) => a.py_eq(b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !ranks.py_eq(&expected) || !digests_agree {
+            return fail(format!("Bucket plans disagree for group {group}"));
+        }
+    }
+    Ok(())
+}

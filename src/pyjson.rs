@@ -1,0 +1,222 @@
+//! Python-compatible JSON: what `json.dumps(value, sort_keys=True, default=str)` writes.
+//!
+//! Digests (`signature`, `group_digests`) are SHA-256 of that text, so a plan computed here
+//! can be checked against one the Python planner logged: every byte must agree. That means
+//! Python's separators (`", "`, `": "`), `ensure_ascii` escapes, `repr(float)` for floats,
+//! `Infinity`/`NaN`, and `str(obj)` for objects JSON cannot hold (`default=str`).
+
+use crate::value::PyValue;
+use sha2::{Digest, Sha256};
+
+/// `json.dumps(value, sort_keys=True, default=str)`.
+pub fn dumps(value: &PyValue) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, None, 0);
+    out
+}
+
+/// `json.dumps(value, indent=1, sort_keys=True, default=str)`: the layout of the reports.
+pub fn dumps_indented(value: &PyValue) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, Some(1), 0);
+    out
+}
+
+/// SHA-256 hex of [`dumps`]: the reference's `_digest`.
+pub fn digest(value: &PyValue) -> String {
+    let text = dumps(value);
+    let hash = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in hash {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    hex
+}
+
+fn newline(out: &mut String, indent: Option<usize>, level: usize) {
+    if let Some(width) = indent {
+        out.push('\n');
+        for _ in 0..width * level {
+            out.push(' ');
+        }
+    }
+}
+
+fn write_value(out: &mut String, value: &PyValue, indent: Option<usize>, level: usize) {
+    let item_separator = if indent.is_some() { "," } else { ", " };
+    match value {
+        PyValue::None => out.push_str("null"),
+        PyValue::Bool(true) => out.push_str("true"),
+        PyValue::Bool(false) => out.push_str("false"),
+        PyValue::Int(i) => out.push_str(&i.to_string()),
+        PyValue::Float(f) => out.push_str(&float_json(*f)),
+        PyValue::Str(s) => write_string(out, s),
+        PyValue::List(items) => {
+            if items.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_separator);
+                }
+                newline(out, indent, level + 1);
+                write_value(out, item, indent, level + 1);
+            }
+            newline(out, indent, level);
+            out.push(']');
+        }
+        PyValue::Dict(map) => {
+            if map.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            let mut entries: Vec<(&String, &PyValue)> = map.iter().collect();
+            // Python sorts str keys by code point; Rust's str ordering is by UTF-8 bytes,
+            // which orders code points identically.
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_separator);
+                }
+                newline(out, indent, level + 1);
+                write_string(out, key);
+                out.push_str(": ");
+                write_value(out, item, indent, level + 1);
+            }
+            newline(out, indent, level);
+            out.push('}');
+        }
+        // `default=str`: objects JSON cannot hold are written as `str(obj)`.
+        other => write_string(out, &other.py_str()),
+    }
+}
+
+/// A JSON string with `ensure_ascii=True` escaping, as Python's `json` writes it.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A float as Python's `json` writes it: `repr(f)`, or `Infinity`/`-Infinity`/`NaN`.
+pub fn float_json(f: f64) -> String {
+    if f.is_nan() {
+        "NaN".to_string()
+    } else if f.is_infinite() {
+        if f > 0.0 { "Infinity" } else { "-Infinity" }.to_string()
+    } else {
+        float_repr(f)
+    }
+}
+
+/// Python's `repr(float)`: the shortest digits that round-trip, in fixed notation when the
+/// decimal exponent is in [-4, 16), else `d.ddde+XX`.
+pub fn float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e-7".
+    let sci = format!("{f:e}");
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let mut out = String::new();
+    if negative {
+        out.push('-');
+    }
+    if (-4..16).contains(&exponent) {
+        let point = exponent + 1; // digits before the decimal point
+        if point <= 0 {
+            out.push_str("0.");
+            for _ in 0..(-point) {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        } else {
+            let point = point as usize;
+            if digits.len() <= point {
+                out.push_str(&digits);
+                for _ in digits.len()..point {
+                    out.push('0');
+                }
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..point]);
+                out.push('.');
+                out.push_str(&digits[point..]);
+            }
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exponent < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", exponent.abs()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_repr_matches_python_layouts() {
+        let cases = [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-4, "0.0001"),
+            (1e-5, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e16, "1e+16"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (12345678901234567.0, "1.2345678901234568e+16"),
+            (1e300, "1e+300"),
+            (2.5, "2.5"),
+            (-123.456, "-123.456"),
+            (5e-324, "5e-324"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(float_repr(value), expected, "{value:e}");
+        }
+    }
+
+    #[test]
+    fn ensure_ascii_escapes() {
+        let mut out = String::new();
+        write_string(&mut out, "é\u{1F600}\"\\\u{1}\u{7f}");
+        assert_eq!(out, "\"\\u00e9\\ud83d\\ude00\\\"\\\\\\u0001\\u007f\"");
+    }
+}

@@ -1,0 +1,600 @@
+//! `PyValue`: a value of a graph dump as the Python planner saw it.
+//!
+//! The dump encodes Python objects in JSON (`graph-dump-v1.md`): `{"node": NAME}` is an
+//! `fx.Node`, `{"dtype": ..}` a `torch.dtype`, and so on. The planner's decisions depend on
+//! Python semantics of those objects (`bool` is not an `int`, `1.0` is not an `int`, a
+//! `torch.device` is not a `str`, truthiness), so the port keeps them apart instead of
+//! flattening everything into JSON.
+
+use indexmap::IndexMap;
+
+/// A decoded dump value (argument or metadata).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PyValue {
+    None,
+    Bool(bool),
+    /// Python `int`. JSON integers beyond `i128` cannot occur (serde reads them as floats).
+    Int(i128),
+    Float(f64),
+    Str(String),
+    /// A tuple, list or `torch.Size`: JSON does not tell them apart.
+    List(Vec<PyValue>),
+    Dict(IndexMap<String, PyValue>),
+    /// An `fx.Node`, by name. `index` is its graph position when the name resolves.
+    Node(NodeRef),
+    /// A `torch.dtype`, as `str(dtype)` (`"torch.float32"`).
+    Dtype(String),
+    /// A `torch.device`, as `str(device)` (`"cuda:0"`).
+    Device(String),
+    /// A symbolic int/float, as `str(value)`.
+    Sym(String),
+    /// Anything else the exporter could only write as `str(value)`.
+    Opaque(String),
+    /// A tensor summary `{"shape", "dtype", "device"}`.
+    Tensor(Box<PyValue>),
+}
+
+/// A reference to a node by name, resolved to its position when it exists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRef {
+    pub name: String,
+    pub index: Option<usize>,
+}
+
+/// `str(dtype)` of every `torch.dtype`. In metadata a string equal to one of these is a dtype
+/// (`conformance-contract.md`).
+pub const TORCH_DTYPES: &[&str] = &[
+    "torch.float32",
+    "torch.float64",
+    "torch.float16",
+    "torch.bfloat16",
+    "torch.complex32",
+    "torch.complex64",
+    "torch.complex128",
+    "torch.uint8",
+    "torch.uint16",
+    "torch.uint32",
+    "torch.uint64",
+    "torch.int8",
+    "torch.int16",
+    "torch.int32",
+    "torch.int64",
+    "torch.bool",
+    "torch.qint8",
+    "torch.quint8",
+    "torch.qint32",
+    "torch.quint4x2",
+    "torch.quint2x4",
+    "torch.bits1x8",
+    "torch.bits2x4",
+    "torch.bits4x2",
+    "torch.bits8",
+    "torch.bits16",
+    "torch.float8_e4m3fn",
+    "torch.float8_e5m2",
+    "torch.float8_e4m3fnuz",
+    "torch.float8_e5m2fnuz",
+    "torch.float8_e8m0fnu",
+    "torch.float4_e2m1fn_x2",
+    "torch.int1",
+    "torch.int2",
+    "torch.int3",
+    "torch.int4",
+    "torch.int5",
+    "torch.int6",
+    "torch.int7",
+    "torch.uint1",
+    "torch.uint2",
+    "torch.uint3",
+    "torch.uint4",
+    "torch.uint5",
+    "torch.uint6",
+    "torch.uint7",
+];
+
+/// Where a JSON value sits in the dump: arguments and metadata decode strings differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Context {
+    Args,
+    Meta,
+}
+
+/// Why an argument value could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Path inside the value, e.g. `[0][1]`.
+    pub path: String,
+    pub message: String,
+}
+
+impl PyValue {
+    /// Decodes a JSON value of the dump. Plain JSON (args.json, reports) uses [`PyValue::from_plain_json`].
+    pub fn decode(value: serde_json::Value, context: Context) -> Result<PyValue, DecodeError> {
+        let mut path = String::new();
+        decode_at(value, context, &mut path)
+    }
+
+    /// A JSON value taken literally: objects are dicts, strings are strings.
+    pub fn from_plain_json(value: &serde_json::Value) -> PyValue {
+        use serde_json::Value as J;
+        match value {
+            J::Null => PyValue::None,
+            J::Bool(b) => PyValue::Bool(*b),
+            J::Number(n) => number(n),
+            J::String(s) => PyValue::Str(s.clone()),
+            J::Array(items) => PyValue::List(items.iter().map(PyValue::from_plain_json).collect()),
+            J::Object(map) => PyValue::Dict(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), PyValue::from_plain_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// `isinstance(v, int) and not isinstance(v, bool)`: the reference's `_static_int`.
+    pub fn static_int(&self) -> Option<i128> {
+        match self {
+            PyValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// The value when it is a Python `str` (a dtype is not a `str`).
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            PyValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_dict(&self) -> Option<&IndexMap<String, PyValue>> {
+        match self {
+            PyValue::Dict(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub fn as_list(&self) -> Option<&[PyValue]> {
+        match self {
+            PyValue::List(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_node(&self) -> Option<&NodeRef> {
+        match self {
+            PyValue::Node(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Python truthiness (`bool(value)`).
+    pub fn truthy(&self) -> bool {
+        match self {
+            PyValue::None => false,
+            PyValue::Bool(b) => *b,
+            PyValue::Int(i) => *i != 0,
+            PyValue::Float(f) => *f != 0.0,
+            PyValue::Str(s) => !s.is_empty(),
+            PyValue::List(items) => !items.is_empty(),
+            PyValue::Dict(map) => !map.is_empty(),
+            PyValue::Node(_)
+            | PyValue::Dtype(_)
+            | PyValue::Device(_)
+            | PyValue::Sym(_)
+            | PyValue::Opaque(_)
+            | PyValue::Tensor(_) => true,
+        }
+    }
+
+    /// Python `==` for the values the planner compares (numbers across int/float/bool).
+    pub fn py_eq(&self, other: &PyValue) -> bool {
+        use PyValue as P;
+        match (self.as_number(), other.as_number()) {
+            (Some(a), Some(b)) => return a.eq_py(&b),
+            (Some(_), None) | (None, Some(_)) => return false,
+            (None, None) => {}
+        }
+        match (self, other) {
+            (P::None, P::None) => true,
+            (P::Str(a), P::Str(b)) => a == b,
+            (P::List(a), P::List(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.py_eq(y))
+            }
+            (P::Dict(a), P::Dict(b)) => {
+                a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v.py_eq(w)))
+            }
+            (P::Node(a), P::Node(b)) => a.name == b.name,
+            (P::Dtype(a), P::Dtype(b)) => a == b,
+            (P::Device(a), P::Device(b)) => a == b,
+            (P::Sym(a), P::Sym(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Numeric view for `==` across `bool`, `int` and `float`, as Python compares them.
+    fn as_number(&self) -> Option<Number> {
+        match self {
+            PyValue::Bool(b) => Some(Number::Int(*b as i128)),
+            PyValue::Int(i) => Some(Number::Int(*i)),
+            PyValue::Float(f) => Some(Number::Float(*f)),
+            _ => None,
+        }
+    }
+
+    /// `str(value)` as Python prints it.
+    pub fn py_str(&self) -> String {
+        match self {
+            PyValue::Str(s) | PyValue::Device(s) => s.clone(),
+            other => other.py_repr(),
+        }
+    }
+
+    /// `repr(value)` as Python prints it (lists for arrays; tuples are rendered by
+    /// [`PyValue::py_repr_tuple`] where the caller knows it has one).
+    pub fn py_repr(&self) -> String {
+        let mut out = String::new();
+        self.write_repr(&mut out);
+        out
+    }
+
+    /// `repr(tuple(items))`.
+    pub fn py_repr_tuple(items: &[PyValue]) -> String {
+        let mut out = String::from("(");
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            item.write_repr(&mut out);
+        }
+        if items.len() == 1 {
+            out.push(',');
+        }
+        out.push(')');
+        out
+    }
+
+    fn write_repr(&self, out: &mut String) {
+        match self {
+            PyValue::None => out.push_str("None"),
+            PyValue::Bool(true) => out.push_str("True"),
+            PyValue::Bool(false) => out.push_str("False"),
+            PyValue::Int(i) => out.push_str(&i.to_string()),
+            PyValue::Float(f) => out.push_str(&crate::pyjson::float_repr(*f)),
+            PyValue::Str(s) => out.push_str(&py_repr_str(s)),
+            PyValue::List(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    item.write_repr(out);
+                }
+                out.push(']');
+            }
+            PyValue::Dict(map) => {
+                out.push('{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(&py_repr_str(k));
+                    out.push_str(": ");
+                    v.write_repr(out);
+                }
+                out.push('}');
+            }
+            PyValue::Node(r) => out.push_str(&r.name),
+            PyValue::Dtype(s) | PyValue::Sym(s) | PyValue::Opaque(s) => out.push_str(s),
+            PyValue::Device(s) => out.push_str(&device_repr(s)),
+            PyValue::Tensor(summary) => {
+                out.push_str("FakeTensor(");
+                summary.write_repr(out);
+                out.push(')');
+            }
+        }
+    }
+}
+
+enum Number {
+    Int(i128),
+    Float(f64),
+}
+
+impl Number {
+    fn eq_py(&self, other: &Number) -> bool {
+        match (self, other) {
+            (Number::Int(a), Number::Int(b)) => a == b,
+            (Number::Float(a), Number::Float(b)) => a == b,
+            (Number::Int(a), Number::Float(b)) | (Number::Float(b), Number::Int(a)) => {
+                b.fract() == 0.0 && (*a as f64) == *b
+            }
+        }
+    }
+}
+
+/// `repr(torch.device(s))`: `device(type='cuda', index=0)`.
+fn device_repr(s: &str) -> String {
+    match s.split_once(':') {
+        Some((kind, index)) => format!("device(type={}, index={index})", py_repr_str(kind)),
+        None => format!("device(type={})", py_repr_str(s)),
+    }
+}
+
+/// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; escapes
+/// backslash, the quote, `\n`, `\r`, `\t`, and non-printable characters.
+pub fn py_repr_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if !is_printable(c) => {
+                let code = c as u32;
+                if code < 0x100 {
+                    out.push_str(&format!("\\x{code:02x}"));
+                } else if code < 0x10000 {
+                    out.push_str(&format!("\\u{code:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{code:08x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Approximates Python's `str.isprintable` for one character: control, separator (other
+/// than the ASCII space) and format characters are not printable.
+fn is_printable(c: char) -> bool {
+    let code = c as u32;
+    if c == ' ' {
+        return true;
+    }
+    if c.is_control() || c.is_whitespace() {
+        return false;
+    }
+    // Format characters and private/unassigned ranges that Python escapes.
+    !matches!(code,
+        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E | 0x200B..=0x200F
+        | 0x202A..=0x202E | 0x2060..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB
+        | 0xD800..=0xDFFF | 0xE000..=0xF8FF | 0xF0000..=0x10FFFF)
+}
+
+/// Python's `str.isspace` for `str.strip()`: Unicode whitespace plus the ASCII separators
+/// U+001C..U+001F that Rust does not count.
+pub fn py_is_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+fn number(n: &serde_json::Number) -> PyValue {
+    if let Some(i) = n.as_i64() {
+        PyValue::Int(i as i128)
+    } else if let Some(u) = n.as_u64() {
+        PyValue::Int(u as i128)
+    } else {
+        PyValue::Float(n.as_f64().unwrap_or(f64::NAN))
+    }
+}
+
+/// Non-finite floats are written `{"repr": "inf"}` (`conformance-contract.md`).
+fn non_finite(text: &str) -> Option<f64> {
+    match text {
+        "inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        "nan" => Some(f64::NAN),
+        _ => None,
+    }
+}
+
+fn decode_at(
+    value: serde_json::Value,
+    context: Context,
+    path: &mut String,
+) -> Result<PyValue, DecodeError> {
+    use serde_json::Value as J;
+    Ok(match value {
+        J::Null => PyValue::None,
+        J::Bool(b) => PyValue::Bool(b),
+        J::Number(n) => number(&n),
+        J::String(s) => {
+            if context == Context::Meta && TORCH_DTYPES.contains(&s.as_str()) {
+                PyValue::Dtype(s)
+            } else {
+                PyValue::Str(s)
+            }
+        }
+        J::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                out.push(decode_at(item, context, path)?);
+                path.truncate(len);
+            }
+            PyValue::List(out)
+        }
+        J::Object(map) => {
+            if map.len() == 1 {
+                let (key, inner) = map.into_iter().next().expect("one entry");
+                return decode_single(key, inner, context, path);
+            }
+            if context == Context::Args && map.is_empty() {
+                return Ok(PyValue::Dict(IndexMap::new()));
+            }
+            let mut out = IndexMap::with_capacity(map.len());
+            for (key, inner) in map {
+                let len = path.len();
+                path.push_str(&format!("[{}]", py_repr_str(&key)));
+                let decoded = decode_at(inner, context, path)?;
+                path.truncate(len);
+                out.insert(key, decoded);
+            }
+            PyValue::Dict(out)
+        }
+    })
+}
+
+/// A one-key object: an encoded Python object, or (in metadata) a one-entry dict.
+fn decode_single(
+    key: String,
+    inner: serde_json::Value,
+    context: Context,
+    path: &mut String,
+) -> Result<PyValue, DecodeError> {
+    use serde_json::Value as J;
+    let text = |inner: &J| inner.as_str().map(str::to_owned);
+    let special = match (key.as_str(), &inner) {
+        ("node", J::String(name)) => Some(PyValue::Node(NodeRef {
+            name: name.clone(),
+            index: None,
+        })),
+        ("dtype", _) => text(&inner).map(PyValue::Dtype),
+        ("device", _) => text(&inner).map(PyValue::Device),
+        ("sym", _) => text(&inner).map(PyValue::Sym),
+        ("repr", J::String(s)) => Some(match non_finite(s) {
+            Some(f) => PyValue::Float(f),
+            None => PyValue::Opaque(s.clone()),
+        }),
+        ("tensor", J::Object(_)) => {
+            let summary = decode_at(inner.clone(), Context::Meta, path)?;
+            Some(PyValue::Tensor(Box::new(summary)))
+        }
+        _ => None,
+    };
+    if let Some(value) = special {
+        return Ok(value);
+    }
+    match context {
+        Context::Args => Err(DecodeError {
+            path: path.clone(),
+            message: match key.as_str() {
+                "node" | "dtype" | "device" | "sym" | "repr" => {
+                    format!(
+                        "{{{key:?}: ...}} must hold a string, found {}",
+                        kind_of(&inner)
+                    )
+                }
+                "tensor" => "{\"tensor\": ...} must hold an object".to_string(),
+                _ => format!(
+                    "an object with the single key {key:?} is not a valid argument \
+                     (expected one of \"node\", \"dtype\", \"device\", \"sym\", \"repr\")"
+                ),
+            },
+        }),
+        Context::Meta => {
+            let len = path.len();
+            path.push_str(&format!("[{}]", py_repr_str(&key)));
+            let decoded = decode_at(inner, context, path)?;
+            path.truncate(len);
+            let mut map = IndexMap::with_capacity(1);
+            map.insert(key, decoded);
+            Ok(PyValue::Dict(map))
+        }
+    }
+}
+
+/// A JSON type name for messages.
+pub fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value as J;
+    match value {
+        J::Null => "null",
+        J::Bool(_) => "a boolean",
+        J::Number(n) if n.is_f64() => "a float",
+        J::Number(_) => "an integer",
+        J::String(_) => "a string",
+        J::Array(_) => "an array",
+        J::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn python_equality_crosses_numeric_types() {
+        assert!(PyValue::Int(1).py_eq(&PyValue::Float(1.0)));
+        assert!(PyValue::Bool(true).py_eq(&PyValue::Int(1)));
+        assert!(!PyValue::Str("1".into()).py_eq(&PyValue::Int(1)));
+        assert!(
+            !PyValue::Dtype("torch.float32".into()).py_eq(&PyValue::Str("torch.float32".into()))
+        );
+    }
+
+    #[test]
+    fn repr_matches_python() {
+        assert_eq!(py_repr_str("l2."), "'l2.'");
+        assert_eq!(py_repr_str("it's"), "\"it's\"");
+        assert_eq!(py_repr_str("a'\"b"), "'a\\'\"b'");
+        assert_eq!(py_repr_str("tab\there\u{7}"), "'tab\\there\\x07'");
+        assert_eq!(py_repr_str("résumé ✓"), "'résumé ✓'");
+        let list = PyValue::from_plain_json(&json!(["b", 1, null, true, 2.5, {"k": [1]}]));
+        assert_eq!(list.py_repr(), "['b', 1, None, True, 2.5, {'k': [1]}]");
+        assert_eq!(PyValue::py_repr_tuple(&[PyValue::Int(1)]), "(1,)");
+        assert_eq!(
+            PyValue::Device("cuda:0".into()).py_repr(),
+            "device(type='cuda', index=0)"
+        );
+    }
+
+    #[test]
+    fn metadata_strings_naming_dtypes_are_dtypes() {
+        let v = PyValue::decode(
+            json!({"dtype": "torch.bfloat16", "x": "torch.float32"}),
+            Context::Meta,
+        )
+        .unwrap();
+        let d = v.as_dict().unwrap();
+        assert_eq!(d["dtype"], PyValue::Dtype("torch.bfloat16".into()));
+        assert_eq!(d["x"], PyValue::Dtype("torch.float32".into()));
+        let a = PyValue::decode(json!("torch.float32"), Context::Args).unwrap();
+        assert_eq!(a, PyValue::Str("torch.float32".into()));
+    }
+
+    #[test]
+    fn encoded_objects_decode() {
+        let v = PyValue::decode(
+            json!([{"node": "x"}, {"dtype": "torch.int8"}, {"device": "cpu"}, {"sym": "s0"}, {"repr": "inf"}, {"repr": "torch.strided"}]),
+            Context::Args,
+        )
+        .unwrap();
+        let items = v.as_list().unwrap();
+        assert!(matches!(&items[0], PyValue::Node(r) if r.name == "x"));
+        assert_eq!(items[1], PyValue::Dtype("torch.int8".into()));
+        assert_eq!(items[2], PyValue::Device("cpu".into()));
+        assert_eq!(items[3], PyValue::Sym("s0".into()));
+        assert!(matches!(items[4], PyValue::Float(f) if f.is_infinite()));
+        assert_eq!(items[5], PyValue::Opaque("torch.strided".into()));
+    }
+
+    #[test]
+    fn unknown_single_key_argument_is_an_error_naming_the_path() {
+        let err = PyValue::decode(json!([1, [{"weird": 1}]]), Context::Args).unwrap_err();
+        assert_eq!(err.path, "[1][0]");
+        assert!(err.message.contains("\"weird\""), "{}", err.message);
+    }
+
+    #[test]
+    fn truthiness_follows_python() {
+        assert!(!PyValue::Int(0).truthy());
+        assert!(!PyValue::List(vec![]).truthy());
+        assert!(PyValue::Str("false".into()).truthy());
+        assert!(PyValue::Float(f64::NAN).truthy());
+    }
+}
