@@ -1,0 +1,367 @@
+//! Synthetic graph dumps for benchmarks and scale tests: a Llama-like joint forward +
+//! backward graph with the FSDP pass's tags (forward gathers with reshard frees, backward
+//! re-gathers, reduce-scatters into the output), shaped like the traced conformance graphs
+//! but of any size. Real graphs come from the Python exporter; these only exist to measure.
+
+use crate::pyjson::write_string;
+
+/// What to generate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SynthSpec {
+    /// Transformer blocks.
+    pub layers: usize,
+    /// FSDP degree (size of group `fsdp`).
+    pub degree: usize,
+    /// Hidden size; parameter shapes derive from it.
+    pub hidden: usize,
+}
+
+impl SynthSpec {
+    /// About how many nodes one layer adds.
+    pub const NODES_PER_LAYER: usize = 158;
+
+    /// A spec whose dump has roughly `nodes` nodes.
+    pub fn with_nodes(nodes: usize) -> SynthSpec {
+        SynthSpec {
+            layers: (nodes / Self::NODES_PER_LAYER).max(1),
+            degree: 4,
+            hidden: 256,
+        }
+    }
+}
+
+const PARAMS: [(&str, &str); 9] = [
+    ("attention_norm", "weight"),
+    ("attention.wq", "weight"),
+    ("attention.wk", "weight"),
+    ("attention.wv", "weight"),
+    ("attention.wo", "weight"),
+    ("ffn_norm", "weight"),
+    ("feed_forward.w1", "weight"),
+    ("feed_forward.w2", "weight"),
+    ("feed_forward.w3", "weight"),
+];
+
+struct Writer {
+    out: String,
+    count: usize,
+}
+
+impl Writer {
+    #[allow(clippy::too_many_arguments)]
+    fn node(
+        &mut self,
+        name: &str,
+        op: &str,
+        target: &str,
+        args: &[Arg],
+        meta: &str,
+        alias: bool,
+        impure: bool,
+        repr_target: &str,
+    ) {
+        if self.count > 0 {
+            self.out.push_str(",\n");
+        }
+        self.count += 1;
+        self.out.push_str("{\"name\": ");
+        write_string(&mut self.out, name);
+        self.out.push_str(", \"op\": \"");
+        self.out.push_str(op);
+        self.out.push_str("\", \"target\": ");
+        write_string(&mut self.out, target);
+        self.out.push_str(", \"args\": [");
+        let mut repr_args = String::from("(");
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+                repr_args.push_str(", ");
+            }
+            match arg {
+                Arg::Node(n) => {
+                    self.out.push_str("{\"node\": ");
+                    write_string(&mut self.out, n);
+                    self.out.push('}');
+                    repr_args.push_str(n);
+                }
+                Arg::Int(i) => {
+                    self.out.push_str(&i.to_string());
+                    repr_args.push_str(&i.to_string());
+                }
+                Arg::Str(s) => {
+                    write_string(&mut self.out, s);
+                    repr_args.push_str(&format!("'{s}'"));
+                }
+                Arg::Nodes(ns) => {
+                    self.out.push('[');
+                    repr_args.push('[');
+                    for (k, n) in ns.iter().enumerate() {
+                        if k > 0 {
+                            self.out.push_str(", ");
+                            repr_args.push_str(", ");
+                        }
+                        self.out.push_str("{\"node\": ");
+                        write_string(&mut self.out, n);
+                        self.out.push('}');
+                        repr_args.push_str(n);
+                    }
+                    self.out.push(']');
+                    repr_args.push(']');
+                }
+            }
+        }
+        if args.len() == 1 {
+            repr_args.push(',');
+        }
+        repr_args.push(')');
+        self.out.push_str("], \"kwargs\": {}, \"meta\": {");
+        self.out.push_str(meta);
+        self.out.push_str("}, \"alias\": ");
+        self.out.push_str(if alias { "true" } else { "false" });
+        self.out.push_str(", \"impure\": ");
+        self.out.push_str(if impure { "true" } else { "false" });
+        self.out.push_str(", \"repr\": {\"target\": ");
+        write_string(&mut self.out, repr_target);
+        self.out.push_str(", \"args\": ");
+        write_string(&mut self.out, &repr_args);
+        self.out.push_str(", \"kwargs\": \"{}\"}}");
+    }
+
+    fn call(&mut self, name: &str, target: &str, args: &[Arg], meta: &str, alias: bool) {
+        self.node(name, "call_function", target, args, meta, alias, false, target);
+    }
+}
+
+enum Arg {
+    Node(String),
+    Int(i64),
+    Str(&'static str),
+    Nodes(Vec<String>),
+}
+
+fn tensor(shape: &[usize], backward: bool) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!(
+        "\"val\": {{\"tensor\": {{\"shape\": [{}], \"dtype\": \"torch.float32\", \"device\": \"cuda:0\"}}}}{}",
+        dims.join(", "),
+        if backward { ", \"autograd_backward\": true" } else { "" }
+    )
+}
+
+fn shape_of(param: &str, hidden: usize) -> Vec<usize> {
+    if param.ends_with("norm") {
+        vec![hidden]
+    } else if param.starts_with("feed_forward") {
+        vec![hidden * 2, hidden]
+    } else {
+        vec![hidden, hidden]
+    }
+}
+
+fn spec_json(local: &[usize], full: &[usize]) -> String {
+    let show = |s: &[usize]| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+    format!(
+        "\"fsdp_bucket_spec\": {{\"input_shape\": [{}], \"output_shape\": [{}], \"dtype\": \"torch.float32\", \"device\": \"cuda:0\"}}",
+        show(local),
+        show(full)
+    )
+}
+
+/// Writes a synthetic dump as JSON text.
+pub fn synthetic_dump(spec: SynthSpec) -> String {
+    let degree = spec.degree.max(2);
+    let hidden = spec.hidden.max(degree) / degree * degree;
+    let mut w = Writer {
+        out: String::with_capacity(spec.layers * SynthSpec::NODES_PER_LAYER * 420 + 4096),
+        count: 0,
+    };
+    w.out.push_str(&format!(
+        "{{\"format\": \"commlens.graph\", \"version\": 1,\n\"source\": {{\"producer\": \"commlens synth\", \"layers\": {}, \"degree\": {degree}}},\n\"group_ranks\": {{\"fsdp\": [{}]}},\n\"planner\": {{\"block_module_types\": [\"TransformerBlock\"]}},\n\"modules\": [{{\"fqn\": \"\", \"type\": \"Transformer\"}}, {{\"fqn\": \"layers\", \"type\": \"torch.nn.modules.container.ModuleList\"}}",
+        spec.layers,
+        (0..degree).map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+    ));
+    for layer in 0..spec.layers {
+        w.out.push_str(&format!(
+            ", {{\"fqn\": \"layers.{layer}\", \"type\": \"TransformerBlock\"}}"
+        ));
+    }
+    w.out.push_str("],\n\"nodes\": [\n");
+    // Placeholders: every parameter shard, then the input and the tangent.
+    let mut state_idx = 0;
+    let mut params = Vec::new();
+    for layer in 0..spec.layers {
+        for (module, leaf) in PARAMS {
+            let fqn = format!("layers.{layer}.{module}.{leaf}");
+            let full = shape_of(module, hidden);
+            let mut local = full.clone();
+            local[0] /= degree;
+            let name = format!("primals_{}", state_idx + 1);
+            let meta = format!(
+                "{}, \"param_name\": \"{fqn}\", \"state_idx\": {state_idx}, \"fsdp_degree\": {degree}, \"is_param\": true",
+                tensor(&local, false)
+            );
+            w.node(&name, "placeholder", &name, &[], &meta, false, true, &name);
+            params.push((name, fqn, state_idx, local, full));
+            state_idx += 1;
+        }
+    }
+    w.node("x", "placeholder", "x", &[], &tensor(&[8, hidden], false), false, true, "x");
+    w.node("tangents_1", "placeholder", "tangents_1", &[], &tensor(&[8, hidden], false), false, true, "tangents_1");
+    let ag = "_c10d_functional.all_gather_into_tensor.default";
+    let rs = "_c10d_functional.reduce_scatter_tensor.default";
+    let wait = "_c10d_functional.wait_tensor.default";
+    let free = "hyper_parallel.compile.passes.parallel.fsdp_pass._free_tensor_storage";
+    let gather = |w: &mut Writer, tag: &str, id: usize, param: &(String, String, usize, Vec<usize>, Vec<usize>), backward: bool| {
+        let (source, fqn, idx, local, full) = param;
+        let name = format!("{tag}_ag_{id}");
+        let kind = if backward { "fsdp_all_gather_backward" } else { "fsdp_all_gather" };
+        let meta = format!(
+            "\"comm_type\": \"{kind}\", \"comm_group\": \"fsdp\", \"param_name\": \"{fqn}\", \"state_idx\": {idx}, \"fsdp_degree\": {degree}, {}, {}",
+            spec_json(local, full),
+            tensor(full, backward)
+        );
+        w.call(&name, ag, &[Arg::Node(source.clone()), Arg::Int(degree as i64), Arg::Str("fsdp")], &meta, false);
+        let waited = format!("{tag}_wait_{id}");
+        w.node(&waited, "call_function", wait, &[Arg::Node(name)], &tensor(full, backward), false, true, wait);
+        waited
+    };
+    let release = |w: &mut Writer, tag: &str, id: usize, waited: &str, fqn: &str, backward: bool| {
+        let kind = if backward { "fsdp_reshard_free_backward" } else { "fsdp_reshard_free" };
+        let meta = format!(
+            "\"comm_type\": \"{kind}\", \"param_name\": \"{fqn}\"{}",
+            if backward { ", \"autograd_backward\": true" } else { "" }
+        );
+        w.node(&format!("{tag}_free_{id}"), "call_function", free, &[Arg::Node(waited.to_string())], &meta, false, true, "<function _free_tensor_storage>");
+    };
+    let mut hidden_state = "x".to_string();
+    let mut saved = Vec::new();
+    for layer in 0..spec.layers {
+        let p = |k: usize| &params[layer * PARAMS.len() + k];
+        let tag = format!("l{layer}");
+        let fwd = tensor(&[8, hidden], false);
+        // Attention: norm, q/k/v projections, attention (impure on CPU), output projection.
+        let norm_w = gather(&mut w, &tag, 0, p(0), false);
+        let normed = format!("{tag}_rms");
+        w.call(&normed, "aten.mul.Tensor", &[Arg::Node(hidden_state.clone()), Arg::Node(norm_w.clone())], &fwd, false);
+        release(&mut w, &tag, 0, &norm_w, &p(0).1, false);
+        let mut qkv = Vec::new();
+        for k in 1..4 {
+            let weight = gather(&mut w, &tag, k, p(k), false);
+            let t = format!("{tag}_t_{k}");
+            w.call(&t, "aten.t.default", &[Arg::Node(weight.clone())], &fwd, true);
+            let mm = format!("{tag}_mm_{k}");
+            w.call(&mm, "aten.mm.default", &[Arg::Node(normed.clone()), Arg::Node(t)], &fwd, false);
+            release(&mut w, &tag, k, &weight, &p(k).1, false);
+            let view = format!("{tag}_view_{k}");
+            w.call(&view, "aten.view.default", &[Arg::Node(mm)], &fwd, true);
+            qkv.push(view);
+        }
+        let attn = format!("{tag}_sdpa");
+        w.node(&attn, "call_function", "aten._scaled_dot_product_flash_attention_for_cpu.default", &[Arg::Node(qkv[0].clone()), Arg::Node(qkv[1].clone()), Arg::Node(qkv[2].clone())], &fwd, false, true, "aten._scaled_dot_product_flash_attention_for_cpu.default");
+        let out = format!("{tag}_attn_out");
+        w.call(&out, "_operator.getitem", &[Arg::Node(attn), Arg::Int(0)], &fwd, true);
+        let wo = gather(&mut w, &tag, 4, p(4), false);
+        let wo_t = format!("{tag}_t_4");
+        w.call(&wo_t, "aten.t.default", &[Arg::Node(wo.clone())], &fwd, true);
+        let proj = format!("{tag}_mm_4");
+        w.call(&proj, "aten.mm.default", &[Arg::Node(out), Arg::Node(wo_t)], &fwd, false);
+        release(&mut w, &tag, 4, &wo, &p(4).1, false);
+        let h = format!("{tag}_add_0");
+        w.call(&h, "aten.add.Tensor", &[Arg::Node(hidden_state.clone()), Arg::Node(proj)], &fwd, false);
+        // Feed-forward: norm, SwiGLU.
+        let ffn_w = gather(&mut w, &tag, 5, p(5), false);
+        let ffn_in = format!("{tag}_rms_ffn");
+        w.call(&ffn_in, "aten.mul.Tensor", &[Arg::Node(h.clone()), Arg::Node(ffn_w.clone())], &fwd, false);
+        release(&mut w, &tag, 5, &ffn_w, &p(5).1, false);
+        let mut branches = Vec::new();
+        for k in [6, 8] {
+            let weight = gather(&mut w, &tag, k, p(k), false);
+            let t = format!("{tag}_t_{k}");
+            w.call(&t, "aten.t.default", &[Arg::Node(weight.clone())], &fwd, true);
+            let mm = format!("{tag}_mm_{k}");
+            w.call(&mm, "aten.mm.default", &[Arg::Node(ffn_in.clone()), Arg::Node(t)], &fwd, false);
+            release(&mut w, &tag, k, &weight, &p(k).1, false);
+            branches.push(mm);
+        }
+        let silu = format!("{tag}_silu");
+        w.call(&silu, "aten.silu.default", &[Arg::Node(branches[0].clone())], &fwd, false);
+        let gated = format!("{tag}_gate");
+        w.call(&gated, "aten.mul.Tensor", &[Arg::Node(silu), Arg::Node(branches[1].clone())], &fwd, false);
+        let w2 = gather(&mut w, &tag, 7, p(7), false);
+        let w2_t = format!("{tag}_t_7");
+        w.call(&w2_t, "aten.t.default", &[Arg::Node(w2.clone())], &fwd, true);
+        let down = format!("{tag}_mm_7");
+        w.call(&down, "aten.mm.default", &[Arg::Node(gated.clone()), Arg::Node(w2_t)], &fwd, false);
+        release(&mut w, &tag, 7, &w2, &p(7).1, false);
+        let next = format!("{tag}_add_1");
+        w.call(&next, "aten.add.Tensor", &[Arg::Node(h.clone()), Arg::Node(down)], &fwd, false);
+        saved.push((normed, ffn_in, gated));
+        hidden_state = next;
+    }
+    let loss = "loss".to_string();
+    w.call(&loss, "aten.sum.default", &[Arg::Node(hidden_state)], &tensor(&[], false), false);
+    // Backward, last layer first: re-gather each weight, compute its gradient, reduce-scatter.
+    let bwd = tensor(&[8, hidden], true);
+    let mut grad = "tangents_1".to_string();
+    let mut outputs = vec![loss];
+    for layer in (0..spec.layers).rev() {
+        let tag = format!("b{layer}");
+        let (normed, ffn_in, gated) = &saved[layer];
+        for k in (0..PARAMS.len()).rev() {
+            let param = &params[layer * PARAMS.len() + k];
+            let activation = match k {
+                0..=4 => normed,
+                5 | 6 | 8 => ffn_in,
+                _ => gated,
+            };
+            let weight = gather(&mut w, &tag, k, param, true);
+            let t = format!("{tag}_t_{k}");
+            w.call(&t, "aten.t.default", &[Arg::Node(weight.clone())], &bwd, true);
+            let dx = format!("{tag}_dx_{k}");
+            w.call(&dx, "aten.mm.default", &[Arg::Node(grad.clone()), Arg::Node(t)], &bwd, false);
+            release(&mut w, &tag, k, &weight, &param.1, true);
+            let gt = format!("{tag}_gt_{k}");
+            w.call(&gt, "aten.t.default", &[Arg::Node(grad.clone())], &bwd, true);
+            let dw = format!("{tag}_dw_{k}");
+            w.call(&dw, "aten.mm.default", &[Arg::Node(gt), Arg::Node(activation.clone())], &tensor(&param.4, true), false);
+            let dw_view = format!("{tag}_dwv_{k}");
+            w.call(&dw_view, "aten.view.default", &[Arg::Node(dw)], &tensor(&param.4, true), true);
+            let reduced = format!("{tag}_rs_{k}");
+            let meta = format!(
+                "\"comm_type\": \"fsdp_reduce_scatter\", \"comm_group\": \"fsdp\", \"param_name\": \"{}\", \"state_idx\": {}, \"fsdp_degree\": {degree}, {}, {}",
+                param.1,
+                param.2,
+                spec_json(&param.4, &param.3),
+                tensor(&param.3, true)
+            );
+            w.call(&reduced, rs, &[Arg::Node(dw_view), Arg::Str("avg"), Arg::Int(degree as i64), Arg::Str("fsdp")], &meta, false);
+            let waited = format!("{tag}_rs_wait_{k}");
+            w.node(&waited, "call_function", wait, &[Arg::Node(reduced)], &tensor(&param.3, true), false, true, wait);
+            outputs.push(waited);
+            let next = format!("{tag}_grad_{k}");
+            w.call(&next, "aten.add.Tensor", &[Arg::Node(grad.clone()), Arg::Node(dx)], &bwd, false);
+            grad = next;
+        }
+    }
+    w.node("output", "output", "output", &[Arg::Nodes(outputs)], "", false, true, "output");
+    w.out.push_str("\n]}\n");
+    w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_dumps_read_and_plan() {
+        let text = synthetic_dump(SynthSpec { layers: 3, degree: 4, hidden: 64 });
+        let graph = crate::Graph::new(crate::read_dump(text.as_bytes()).expect("valid dump"));
+        let per_layer = (graph.len() - 27 - 4) / 3;
+        assert!(per_layer.abs_diff(SynthSpec::NODES_PER_LAYER) < 12, "{per_layer} nodes per layer");
+        let args = crate::resolve_args(&graph, None);
+        let plan = crate::plan(&graph, &args).expect("plan");
+        assert_eq!(plan.summary.tagged_collectives, 3 * 9 * 3);
+        assert_eq!(plan.summary.candidate_collectives, 3 * 9 * 3);
+        assert!(plan.buckets.len() > 3 * 3, "{} buckets", plan.buckets.len());
+    }
+}
