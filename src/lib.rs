@@ -6,8 +6,10 @@
 
 pub mod dump;
 pub mod graph;
+pub mod identity;
 pub mod planner;
 pub mod pyjson;
+pub mod synth;
 pub mod timeline;
 pub mod value;
 
@@ -75,6 +77,18 @@ pub fn resolve_args(
 /// text (`json.dumps(report, indent=1, sort_keys=True)` + newline) out. The CLI and the wasm
 /// build both call exactly this, so their outputs agree byte for byte.
 pub fn plan_report_json(dump: &[u8], args_json: Option<&[u8]>) -> Result<String, PlanFailure> {
+    let (graph, plan) = read_and_plan(dump, args_json)?;
+    Ok(planner::report::plan_to_json(&plan, &graph))
+}
+
+/// `commlens plan --format text`: the same plan in plain words.
+pub fn plan_report_text(dump: &[u8], args_json: Option<&[u8]>) -> Result<String, PlanFailure> {
+    let (graph, plan) = read_and_plan(dump, args_json)?;
+    Ok(planner::report::plan_to_text(&plan, &graph))
+}
+
+/// Reads a dump and plans it with `args.json` (or the dump's own arguments).
+pub fn read_and_plan(dump: &[u8], args_json: Option<&[u8]>) -> Result<(Graph, BucketPlan), PlanFailure> {
     let args = match args_json {
         Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
         None => None,
@@ -82,5 +96,5 @@ pub fn plan_report_json(dump: &[u8], args_json: Option<&[u8]>) -> Result<String,
     let graph = Graph::new(read_dump(dump).map_err(PlanFailure::Dump)?);
     let planner_args = resolve_args(&graph, args.as_ref());
     let plan = plan(&graph, &planner_args).map_err(PlanFailure::Args)?;
-    Ok(planner::report::plan_to_json(&plan, &graph))
+    Ok((graph, plan))
 }

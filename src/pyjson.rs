@@ -25,12 +25,18 @@ pub fn dumps_indented(value: &PyValue) -> String {
 /// SHA-256 hex of [`dumps`]: the reference's `_digest`.
 pub fn digest(value: &PyValue) -> String {
     let text = dumps(value);
-    let hash = Sha256::digest(text.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for byte in hash {
-        hex.push_str(&format!("{byte:02x}"));
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Lowercase hex of a digest, as Python's `hexdigest()`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(DIGITS[(byte >> 4) as usize] as char);
+        out.push(DIGITS[(byte & 15) as usize] as char);
     }
-    hex
+    out
 }
 
 fn newline(out: &mut String, indent: Option<usize>, level: usize) {
@@ -48,7 +54,10 @@ fn write_value(out: &mut String, value: &PyValue, indent: Option<usize>, level: 
         PyValue::None => out.push_str("null"),
         PyValue::Bool(true) => out.push_str("true"),
         PyValue::Bool(false) => out.push_str("false"),
-        PyValue::Int(i) => out.push_str(&i.to_string()),
+        PyValue::Int(i) => {
+            use std::fmt::Write;
+            let _ = write!(out, "{i}");
+        }
         PyValue::Float(f) => out.push_str(&float_json(*f)),
         PyValue::Str(s) => write_string(out, s),
         PyValue::List(items) => {
@@ -72,31 +81,57 @@ fn write_value(out: &mut String, value: &PyValue, indent: Option<usize>, level: 
                 out.push_str("{}");
                 return;
             }
-            let mut entries: Vec<(&String, &PyValue)> = map.iter().collect();
-            // Python sorts str keys by code point; Rust's str ordering is by UTF-8 bytes,
-            // which orders code points identically.
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(item_separator);
-                }
-                newline(out, indent, level + 1);
-                write_string(out, key);
-                out.push_str(": ");
-                write_value(out, item, indent, level + 1);
-            }
-            newline(out, indent, level);
-            out.push('}');
+            let mut entries: Vec<(&str, &PyValue)> =
+                map.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            write_entries(out, &mut entries, indent, level);
         }
         // `default=str`: objects JSON cannot hold are written as `str(obj)`.
         other => write_string(out, &other.py_str()),
     }
 }
 
+/// A dict given as entries, written with sorted keys (`json.dumps(dict(entries),
+/// sort_keys=True)`); the entries are sorted in place.
+pub fn write_dict_entries(out: &mut String, entries: &mut [(&str, &PyValue)]) {
+    write_entries(out, entries, None, 0);
+}
+
+fn write_entries(
+    out: &mut String,
+    entries: &mut [(&str, &PyValue)],
+    indent: Option<usize>,
+    level: usize,
+) {
+    if entries.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    // Python sorts str keys by code point; Rust's str ordering is by UTF-8 bytes, which
+    // orders code points identically.
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let item_separator = if indent.is_some() { "," } else { ", " };
+    out.push('{');
+    for (i, (key, item)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push_str(item_separator);
+        }
+        newline(out, indent, level + 1);
+        write_string(out, key);
+        out.push_str(": ");
+        write_value(out, item, indent, level + 1);
+    }
+    newline(out, indent, level);
+    out.push('}');
+}
+
 /// A JSON string with `ensure_ascii=True` escaping, as Python's `json` writes it.
 pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),

@@ -10,7 +10,7 @@ mod validate;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  commlens plan DUMP [--args ARGS.json] [-o OUT]
+  commlens plan DUMP [--args ARGS.json] [--format json|text] [-o OUT]
   commlens validate MANIFEST.json
   commlens validate --group G --rank R=REPORT.json [--rank R=REPORT.json ...]
   commlens roles DUMP [--json]

@@ -6,6 +6,7 @@ use crate::dump::ModuleEntry;
 use crate::value::{py_is_space, py_repr_str, PyValue};
 use indexmap::IndexMap;
 use serde_json::Value as J;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// Normalised module groups: disjoint FQN prefixes in caller order.
@@ -216,7 +217,9 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
         ));
     };
     let mut groups = Vec::with_capacity(entries.len());
-    let mut prefixes: Vec<String> = Vec::new();
+    // Overlap checks by set lookups: each FQN and each of its dot-boundary ancestors.
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut ancestors: HashSet<String> = HashSet::new();
     for entry in entries {
         let single;
         let group: &[PyValue] = match entry {
@@ -237,8 +240,9 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
                 PyValue::Str(s) => {
                     !s.is_empty()
                         && !s.contains(['*', '?', '[', ']'])
-                        && s.split('.')
-                            .all(|part| !part.is_empty() && part.trim_matches(py_is_space) == part)
+                        && s.split('.').all(|part| {
+                            !part.is_empty() && part.trim_matches(py_is_space) == part
+                        })
                 }
                 _ => false,
             };
@@ -249,22 +253,17 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
                 )));
             }
             let name = fqn.as_str().unwrap_or_default();
-            let overlaps = prefixes.iter().any(|old| {
-                name == old
-                    || name
-                        .strip_prefix(old)
-                        .is_some_and(|rest| rest.starts_with('.'))
-                    || old
-                        .strip_prefix(name)
-                        .is_some_and(|rest| rest.starts_with('.'))
-            });
+            let overlaps = taken.contains(name)
+                || ancestors.contains(name)
+                || dot_prefixes(name).any(|prefix| taken.contains(prefix));
             if overlaps {
                 return Err(ArgError::value(format!(
                     "Overlapping module bucket scopes: {}",
                     py_repr_str(name)
                 )));
             }
-            prefixes.push(name.to_string());
+            taken.insert(name.to_string());
+            ancestors.extend(dot_prefixes(name).map(str::to_string));
             names.push(name.to_string());
         }
         groups.push(names);
@@ -272,7 +271,9 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
     Ok(groups)
 }
 
-/// `match_module_bucket`: the group owning a parameter, or `None` when unselected.
+/// `match_module_bucket`: the first group with an FQN that is a dot-boundary prefix of the
+/// parameter name, or `None` when unselected. (The planner uses [`ModuleIndex`], which
+/// answers the same question by lookup.)
 pub fn match_module_bucket<'a>(param_name: &str, plans: &'a ModulePlans) -> Option<&'a [String]> {
     plans
         .iter()
@@ -284,6 +285,35 @@ pub fn match_module_bucket<'a>(param_name: &str, plans: &'a ModulePlans) -> Opti
             })
         })
         .map(Vec::as_slice)
+}
+
+/// The proper dot-boundary prefixes of a dotted name: `a.b.c` → `a`, `a.b`.
+pub fn dot_prefixes(name: &str) -> impl Iterator<Item = &str> {
+    name.match_indices('.').map(move |(at, _)| &name[..at])
+}
+
+/// `match_module_bucket` over normalised plans, by prefix lookup: plans are disjoint, so at
+/// most one FQN of all groups is a dot-boundary prefix of a parameter name.
+#[derive(Clone, Debug, Default)]
+pub struct ModuleIndex {
+    owner: HashMap<String, usize>,
+}
+
+impl ModuleIndex {
+    pub fn new(plans: &ModulePlans) -> ModuleIndex {
+        let mut owner = HashMap::new();
+        for (index, group) in plans.iter().enumerate() {
+            for fqn in group {
+                owner.entry(fqn.clone()).or_insert(index);
+            }
+        }
+        ModuleIndex { owner }
+    }
+
+    /// The index of the group owning `param_name`, or `None` when unselected.
+    pub fn group_of(&self, param_name: &str) -> Option<usize> {
+        dot_prefixes(param_name).find_map(|prefix| self.owner.get(prefix).copied())
+    }
 }
 
 /// Whether a module's recorded type is the named block type: equal to the name or ending with
@@ -323,9 +353,10 @@ pub fn build_module_bucket_plans(
         &empty
     };
     let explicit = normalize_module_bucket_plans(plans)?;
+    let module_fqns: HashSet<&str> = modules.iter().map(|m| m.fqn.as_str()).collect();
     for group in &explicit {
         for fqn in group {
-            if !modules.iter().any(|m| &m.fqn == fqn) {
+            if !module_fqns.contains(fqn.as_str()) {
                 return Err(ArgError::value(format!(
                     "Module bucket scope does not exist in model: {}",
                     py_repr_str(fqn)
@@ -334,7 +365,8 @@ pub fn build_module_bucket_plans(
         }
     }
     let mut blocks: Vec<&str> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut block_set: HashSet<&str> = HashSet::new();
+    let mut seen = HashSet::new();
     for module in modules {
         // `dict(model.named_modules())`: the first entry of a repeated FQN keeps its place.
         if !seen.insert(module.fqn.as_str()) {
@@ -342,14 +374,10 @@ pub fn build_module_bucket_plans(
         }
         let is_block =
             !module.fqn.is_empty() && types.iter().any(|t| type_matches(&module.type_name, t));
-        let nested = blocks.iter().any(|parent| {
-            module
-                .fqn
-                .strip_prefix(parent)
-                .is_some_and(|rest| rest.starts_with('.'))
-        });
+        let nested = dot_prefixes(&module.fqn).any(|parent| block_set.contains(parent));
         if is_block && !nested {
             blocks.push(&module.fqn);
+            block_set.insert(&module.fqn);
         }
     }
     let mut combined: Vec<PyValue> = blocks.iter().map(|b| PyValue::Str(b.to_string())).collect();
@@ -471,6 +499,16 @@ mod tests {
             plans(json!(["ab", "a"])).unwrap(),
             vec![vec!["ab".to_string()], vec!["a".to_string()]]
         );
+    }
+
+    #[test]
+    fn module_index_agrees_with_match_module_bucket() {
+        let groups = plans(json!(["layers.0", ["tok", "norm"], "layers.10.attention"])).unwrap();
+        let index = ModuleIndex::new(&groups);
+        for name in ["layers.0.w", "layers.01.w", "layers.10.attention.wq.weight", "norm.weight", "tok", "x.layers.0.w", "layers.10.ffn.w"] {
+            let direct = match_module_bucket(name, &groups);
+            assert_eq!(index.group_of(name).map(|g| groups[g].as_slice()), direct, "{name}");
+        }
     }
 
     #[test]

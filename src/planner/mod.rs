@@ -16,6 +16,7 @@ use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// The collective kinds the planner buckets (`_KINDS`), by `comm_type` tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -240,19 +241,22 @@ pub struct Candidate {
     pub state_idx: i128,
     pub kind: CollectiveKind,
     pub backward: bool,
-    pub scope: String,
-    pub module_fqns: Vec<String>,
-    pub group: String,
-    pub ranks: Vec<i128>,
-    pub dtype: String,
-    pub device: String,
+    /// The first FQN of the owning module group (shared by the group's candidates).
+    pub scope: Arc<str>,
+    pub module_fqns: Arc<[String]>,
+    pub group: Arc<str>,
+    pub ranks: Arc<[i128]>,
+    /// One of the four planned dtypes (`torch.float32`, ...).
+    pub dtype: &'static str,
+    pub device: Arc<str>,
     pub input_shape: Vec<i128>,
     pub output_shape: Vec<i128>,
     /// Graph position of the input.
     pub ready: NodeId,
     /// Graph position of the earliest real consumer of the waited result.
     pub first_use: NodeId,
-    pub reduce_op: Option<String>,
+    /// `sum` or `avg` for a reduce-scatter.
+    pub reduce_op: Option<&'static str>,
 }
 
 /// Bytes per element of the dtypes the planner accepts.
@@ -277,7 +281,7 @@ impl Candidate {
     pub fn size_bytes(&self) -> u128 {
         numel(&self.input_shape)
             .max(numel(&self.output_shape))
-            .saturating_mul(itemsize(&self.dtype))
+            .saturating_mul(itemsize(self.dtype))
     }
 
     /// The compatibility key (`Candidate.key`).
@@ -288,10 +292,22 @@ impl Candidate {
             scope: self.scope.clone(),
             group: self.group.clone(),
             ranks: self.ranks.clone(),
-            dtype: self.dtype.clone(),
+            dtype: self.dtype,
             device: self.device.clone(),
-            reduce_op: self.reduce_op.clone(),
+            reduce_op: self.reduce_op,
         }
+    }
+
+    /// Whether two candidates have the same compatibility key, without building it.
+    pub fn same_key(&self, other: &Candidate) -> bool {
+        self.kind == other.kind
+            && self.backward == other.backward
+            && self.scope == other.scope
+            && self.group == other.group
+            && self.ranks == other.ranks
+            && self.dtype == other.dtype
+            && self.device == other.device
+            && self.reduce_op == other.reduce_op
     }
 
     /// `device_type` of the report: the device string before `:`.
@@ -314,12 +330,12 @@ impl Candidate {
 pub struct CompatibilityKey {
     pub kind: CollectiveKind,
     pub backward: bool,
-    pub scope: String,
-    pub group: String,
-    pub ranks: Vec<i128>,
-    pub dtype: String,
-    pub device: String,
-    pub reduce_op: Option<String>,
+    pub scope: Arc<str>,
+    pub group: Arc<str>,
+    pub ranks: Arc<[i128]>,
+    pub dtype: &'static str,
+    pub device: Arc<str>,
+    pub reduce_op: Option<&'static str>,
 }
 
 /// Ordered members of a proposed bucket; a singleton means no fusion.
@@ -364,15 +380,41 @@ impl Bucket {
     }
 }
 
-/// A per-group record of every tagged collective, skipped or not, compared across ranks.
-#[derive(Clone, Debug, PartialEq)]
+/// A per-group record of every tagged collective, skipped or not, compared across ranks:
+/// `(comm_type, param_name, state_idx, spec with the device type only, reduce_op)`, read from
+/// the node when a digest needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WireRecord {
-    pub comm_type: PyValue,
-    pub param_name: PyValue,
-    pub state_idx: PyValue,
-    /// `fsdp_bucket_spec` with the device reduced to its type.
-    pub spec: PyValue,
-    pub reduce_op: PyValue,
+    pub node: NodeId,
+}
+
+impl WireRecord {
+    /// The record as the reference builds it (`_record_wire_collective`).
+    pub fn to_value(self, graph: &Graph) -> PyValue {
+        let node = graph.node(self.node);
+        let mut spec = match node.meta("fsdp_bucket_spec") {
+            Some(PyValue::Dict(map)) => map.clone(),
+            _ => IndexMap::new(),
+        };
+        if let Some(device) = spec.get_mut("device") {
+            let text = device.py_str();
+            *device = PyValue::Str(text.split(':').next().unwrap_or_default().to_string());
+        }
+        let is_rs = node.meta_str("comm_type") == Some(CollectiveKind::ReduceScatter.as_str());
+        let reduce_op = if is_rs && node.args.len() > 1 {
+            node.args[1].clone()
+        } else {
+            PyValue::None
+        };
+        let meta = |key: &str| node.meta(key).cloned().unwrap_or(PyValue::None);
+        PyValue::List(vec![
+            meta("comm_type"),
+            meta("param_name"),
+            meta("state_idx"),
+            PyValue::Dict(spec),
+            reduce_op,
+        ])
+    }
 }
 
 /// The summary counters of a plan.
@@ -412,31 +454,87 @@ impl BucketPlan {
 }
 
 /// Plans buckets for a graph: validates the arguments (reference order and messages), then
-/// runs `plan_fsdp_buckets`.
+/// runs `plan_fsdp_buckets`. To plan one graph many times (live re-planning), keep a
+/// [`Planner`].
 pub fn plan(graph: &Graph, args: &PlannerArgs) -> Result<BucketPlan, ArgError> {
-    let validated = args::validate(args, &graph.dump.modules)?;
-    Ok(plan_validated(graph, &validated))
+    Planner::new(graph).plan(args)
 }
 
 /// `plan_fsdp_buckets` with already validated arguments.
 pub fn plan_validated(graph: &Graph, args: &ValidatedArgs) -> BucketPlan {
-    let scan = scan_collectives(graph, args);
+    Planner::new(graph).plan_validated(args)
+}
+
+/// A graph prepared for planning: what does not depend on the planner's arguments (the
+/// tagged collectives, where a bucket could be stopped, the graph signature) is computed
+/// once, so each re-plan only does the argument-dependent work.
+pub struct Planner<'g> {
+    graph: &'g Graph,
+    barriers: Barriers,
+    /// Nodes whose `comm_type` is a planned kind, in graph order.
+    tagged: Vec<(NodeId, CollectiveKind)>,
+    signature: String,
+}
+
+impl<'g> Planner<'g> {
+    pub fn new(graph: &'g Graph) -> Planner<'g> {
+        let tagged = graph
+            .nodes()
+            .iter()
+            .enumerate()
+            .filter_map(|(id, node)| {
+                let kind = CollectiveKind::from_comm_type(node.meta_str("comm_type")?)?;
+                Some((id, kind))
+            })
+            .collect();
+        Planner {
+            graph,
+            barriers: Barriers::new(graph),
+            tagged,
+            signature: report::graph_signature(graph),
+        }
+    }
+
+    pub fn graph(&self) -> &'g Graph {
+        self.graph
+    }
+
+    /// Validates the arguments (reference order and messages) and plans.
+    pub fn plan(&self, args: &PlannerArgs) -> Result<BucketPlan, ArgError> {
+        let validated = args::validate(args, &self.graph.dump.modules)?;
+        Ok(self.plan_validated(&validated))
+    }
+
+    /// `plan_fsdp_buckets` with already validated arguments.
+    pub fn plan_validated(&self, args: &ValidatedArgs) -> BucketPlan {
+        plan_prepared(self, args)
+    }
+}
+
+fn plan_prepared(planner: &Planner<'_>, args: &ValidatedArgs) -> BucketPlan {
+    let graph = planner.graph;
+    let scan = scan_collectives(graph, &planner.tagged, args);
     let ScanResult {
         candidates,
         wire,
-        selected,
-        counts,
+        scopes,
         mut decisions,
         tagged_count,
     } = scan;
     let candidate_count = candidates.len();
-    let mut buckets = physical_buckets(graph, candidates, &args.policy, &mut decisions);
-    let signature = report::graph_signature(graph);
+    let mut buckets = physical_buckets(
+        graph,
+        &planner.barriers,
+        candidates,
+        &args.policy,
+        &mut decisions,
+    );
+    let signature = planner.signature.clone();
     for (index, bucket) in buckets.iter_mut().enumerate() {
         bucket.bucket_id = format!("{}:bucket_{index}", &signature[..12]);
     }
     let unmatched_module_paths = if args.module_plans.is_some() {
-        unmatched_module_paths(&selected)
+        unmatched_module_paths(&scopes)
     } else {
         Vec::new()
     };
@@ -453,8 +551,8 @@ pub fn plan_validated(graph: &Graph, args: &ValidatedArgs) -> BucketPlan {
     }
     let summary = Summary {
         tagged_collectives: tagged_count,
-        selected_parameters: selected.iter().map(|(_, names)| names.len()).sum(),
-        selected_collectives: counts.values().sum(),
+        selected_parameters: scopes.iter().map(|s| s.names.len()).sum(),
+        selected_collectives: scopes.iter().map(|s| s.collectives).sum(),
         candidate_collectives: candidate_count,
         buckets: buckets.len(),
         singletons: buckets.iter().filter(|b| b.members.len() == 1).count(),
@@ -474,36 +572,60 @@ pub fn plan_validated(graph: &Graph, args: &ValidatedArgs) -> BucketPlan {
     }
 }
 
-/// Module scope → the parameter names it selected, in first-seen order.
-type Selected = Vec<(Vec<String>, Vec<String>)>;
-
-struct ScanResult {
-    candidates: Vec<Candidate>,
-    wire: IndexMap<String, Vec<WireRecord>>,
-    selected: Selected,
-    counts: HashMap<Vec<String>, usize>,
-    decisions: Vec<Decision>,
-    tagged_count: usize,
+/// A module scope seen while scanning: the group's FQNs and the parameters it selected.
+struct ScopeEntry<'g> {
+    fqns: Arc<[String]>,
+    first: Arc<str>,
+    /// Parameter names in first-seen order.
+    names: Vec<&'g str>,
+    name_set: HashSet<&'g str>,
+    /// Tagged collectives of this scope.
+    collectives: usize,
 }
 
-/// `_parameter_scope`: the module group owning a parameter, or `None`.
-fn parameter_scope(name: Option<&PyValue>, plans: Option<&ModulePlans>) -> Option<Vec<String>> {
-    let name = name?.as_str().filter(|n| !n.is_empty())?;
-    match plans {
-        Some(plans) => args::match_module_bucket(name, plans).map(<[String]>::to_vec),
-        None => {
-            let parent = name.rsplit_once('.').map_or("", |(head, _)| head);
-            Some(vec![if parent.is_empty() {
-                format!("<parameter:{name}>")
-            } else {
-                parent.to_string()
-            }])
+impl<'g> ScopeEntry<'g> {
+    fn new(fqns: Vec<String>) -> ScopeEntry<'g> {
+        ScopeEntry {
+            first: Arc::from(fqns[0].as_str()),
+            fqns: Arc::from(fqns),
+            names: Vec::new(),
+            name_set: HashSet::new(),
+            collectives: 0,
         }
     }
 }
 
+struct ScanResult<'g> {
+    candidates: Vec<Candidate>,
+    wire: IndexMap<String, Vec<WireRecord>>,
+    scopes: Vec<ScopeEntry<'g>>,
+    decisions: Vec<Decision>,
+    tagged_count: usize,
+}
+
+/// Shared, reference-counted strings the candidates point to, one per distinct value.
+struct Interned {
+    groups: HashMap<String, (Arc<str>, Arc<[i128]>)>,
+    devices: HashMap<String, Arc<str>>,
+}
+
+impl Interned {
+    fn device(&mut self, device: &str) -> Arc<str> {
+        if let Some(shared) = self.devices.get(device) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(device);
+        self.devices.insert(device.to_string(), shared.clone());
+        shared
+    }
+}
+
 /// `_scan_collectives`: wire records, skip decisions and candidates, in graph order.
-fn scan_collectives(graph: &Graph, args: &ValidatedArgs) -> ScanResult {
+fn scan_collectives<'g>(
+    graph: &'g Graph,
+    tagged: &[(NodeId, CollectiveKind)],
+    args: &ValidatedArgs,
+) -> ScanResult<'g> {
     let mut decisions = Vec::new();
     let mut candidates = Vec::new();
     let mut wire: IndexMap<String, Vec<WireRecord>> = args
@@ -511,54 +633,71 @@ fn scan_collectives(graph: &Graph, args: &ValidatedArgs) -> ScanResult {
         .keys()
         .map(|g| (g.clone(), Vec::new()))
         .collect();
-    let mut selected: Selected = args
+    let mut interned = Interned {
+        groups: args
+            .groups
+            .iter()
+            .map(|(g, ranks)| {
+                let shared: (Arc<str>, Arc<[i128]>) = (Arc::from(g.as_str()), Arc::from(ranks.as_slice()));
+                (g.clone(), shared)
+            })
+            .collect(),
+        devices: HashMap::new(),
+    };
+    // With module plans, scope `i` is plan group `i`; without, scopes are parent modules
+    // (or `<parameter:NAME>`), found by name.
+    let mut scopes: Vec<ScopeEntry<'g>> = args
         .module_plans
         .iter()
         .flatten()
-        .map(|scope| (scope.clone(), Vec::new()))
+        .map(|group| ScopeEntry::new(group.clone()))
         .collect();
-    let mut selected_index: HashMap<Vec<String>, usize> = selected
-        .iter()
-        .enumerate()
-        .map(|(i, (scope, _))| (scope.clone(), i))
-        .collect();
-    let mut selected_names: Vec<HashSet<String>> = vec![HashSet::new(); selected.len()];
-    let mut counts: HashMap<Vec<String>, usize> = HashMap::new();
+    let mut scope_by_name: HashMap<String, usize> = HashMap::new();
+    let module_index = args.module_plans.as_ref().map(args::ModuleIndex::new);
     let mut tagged_count = 0;
-    for (id, node) in graph.nodes().iter().enumerate() {
-        let Some(kind) = node
-            .meta_str("comm_type")
-            .and_then(CollectiveKind::from_comm_type)
-        else {
-            continue;
-        };
+    let mut scratch = ConsumerScratch::default();
+    for &(id, kind) in tagged {
+        let node = graph.node(id);
         tagged_count += 1;
-        let name = node.meta("param_name");
-        let scope = parameter_scope(name, args.module_plans.as_ref());
-        if let Some(scope) = &scope {
-            let slot = *selected_index.entry(scope.clone()).or_insert_with(|| {
-                selected.push((scope.clone(), Vec::new()));
-                selected_names.push(HashSet::new());
-                selected.len() - 1
-            });
-            let param = name
-                .and_then(PyValue::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if selected_names[slot].insert(param.clone()) {
-                selected[slot].1.push(param);
+        let name = node
+            .meta("param_name")
+            .and_then(PyValue::as_str)
+            .filter(|n| !n.is_empty());
+        let scope = name.and_then(|name| match &module_index {
+            Some(index) => index.group_of(name),
+            None => {
+                let parent = name.rsplit_once('.').map_or("", |(head, _)| head);
+                if let Some(&slot) = scope_by_name.get(parent).filter(|_| !parent.is_empty()) {
+                    return Some(slot);
+                }
+                let key = if parent.is_empty() {
+                    format!("<parameter:{name}>")
+                } else {
+                    parent.to_string()
+                };
+                Some(*scope_by_name.entry(key).or_insert_with_key(|key| {
+                    scopes.push(ScopeEntry::new(vec![key.clone()]));
+                    scopes.len() - 1
+                }))
             }
-            *counts.entry(scope.clone()).or_insert(0) += 1;
+        });
+        if let (Some(slot), Some(name)) = (scope, name) {
+            let entry = &mut scopes[slot];
+            if entry.name_set.insert(name) {
+                entry.names.push(name);
+            }
+            entry.collectives += 1;
         }
         if let Some(PyValue::Str(group)) = node.args.last() {
             if let Some(records) = wire.get_mut(group) {
-                records.push(wire_record(node, kind));
+                records.push(WireRecord { node: id });
             }
         }
         let outcome = if !args.supported_mode {
             Err(Reason::UnsupportedParallelMode)
         } else {
-            candidate(graph, id, kind, scope.as_deref(), args)
+            let scope = scope.map(|slot| &scopes[slot]);
+            candidate(graph, id, kind, scope, args, &mut interned, &mut scratch)
         };
         match outcome {
             Ok(candidate) => candidates.push(candidate),
@@ -573,34 +712,9 @@ fn scan_collectives(graph: &Graph, args: &ValidatedArgs) -> ScanResult {
     ScanResult {
         candidates,
         wire,
-        selected,
-        counts,
+        scopes,
         decisions,
         tagged_count,
-    }
-}
-
-/// `_record_wire_collective`.
-fn wire_record(node: &crate::dump::Node, kind: CollectiveKind) -> WireRecord {
-    let mut spec = match node.meta("fsdp_bucket_spec") {
-        Some(PyValue::Dict(map)) => map.clone(),
-        _ => IndexMap::new(),
-    };
-    if let Some(device) = spec.get_mut("device") {
-        let text = device.py_str();
-        *device = PyValue::Str(text.split(':').next().unwrap_or_default().to_string());
-    }
-    let reduce_op = if kind.is_reduce_scatter() && node.args.len() > 1 {
-        node.args[1].clone()
-    } else {
-        PyValue::None
-    };
-    WireRecord {
-        comm_type: node.meta("comm_type").cloned().unwrap_or(PyValue::None),
-        param_name: node.meta("param_name").cloned().unwrap_or(PyValue::None),
-        state_idx: node.meta("state_idx").cloned().unwrap_or(PyValue::None),
-        spec: PyValue::Dict(spec),
-        reduce_op,
     }
 }
 
@@ -670,18 +784,21 @@ fn layout(
     kind: CollectiveKind,
     degree: i128,
     spec: &IndexMap<String, PyValue>,
-) -> Result<(Vec<i128>, Vec<i128>, String, String), Reason> {
+) -> Result<(Vec<i128>, Vec<i128>, &'static str, &str), Reason> {
     let input = static_shape(spec.get("input_shape"));
     let output = static_shape(spec.get("output_shape"));
     let (Some(input), Some(output)) = (input, output) else {
         return Err(Reason::UnknownOrDynamicShape);
     };
     let dtype = match spec.get("dtype") {
-        Some(PyValue::Dtype(d)) if PLANNED_DTYPES.contains(&d.as_str()) => d.clone(),
+        Some(PyValue::Dtype(d)) => match PLANNED_DTYPES.iter().find(|p| **p == d.as_str()) {
+            Some(planned) => *planned,
+            None => return Err(Reason::UnsupportedDtype),
+        },
         _ => return Err(Reason::UnsupportedDtype),
     };
     let device = match spec.get("device") {
-        Some(PyValue::Str(d)) if is_torch_device(d) => d.clone(),
+        Some(PyValue::Str(d)) if is_torch_device(d) => d.as_str(),
         _ => return Err(Reason::UnknownDevice),
     };
     let (smaller, larger) = if kind.is_reduce_scatter() {
@@ -750,8 +867,10 @@ fn candidate(
     graph: &Graph,
     id: NodeId,
     kind: CollectiveKind,
-    module_fqns: Option<&[String]>,
+    scope: Option<&ScopeEntry<'_>>,
     args: &ValidatedArgs,
+    interned: &mut Interned,
+    scratch: &mut ConsumerScratch,
 ) -> Result<Candidate, Reason> {
     let node = graph.node(id);
     if !is_op(node, "_c10d_functional", kind.op()) || node.meta_flag("fsdp_bucket_members") {
@@ -774,27 +893,28 @@ fn candidate(
         return Err(Reason::UnsupportedWaitUsers);
     }
     let wait = waits[0];
-    let consumers = graph.consumers(wait);
-    if consumers.is_empty() {
+    let Some(consumers) = scratch.summarise(graph, wait) else {
         return Err(Reason::NoConsumer);
-    }
+    };
     let mut reduce_op = None;
     if kind.is_reduce_scatter() {
         match node.args[1].as_str() {
-            Some(op @ ("sum" | "avg")) => reduce_op = Some(op.to_string()),
+            Some("sum") => reduce_op = Some("sum"),
+            Some("avg") => reduce_op = Some("avg"),
             _ => return Err(Reason::UnsupportedReduceOp),
         }
-        if consumers.iter().any(|&c| graph.node(c).op != Op::Output) {
+        if !consumers.all_output {
             return Err(Reason::NonOutputRsConsumer);
         }
     }
-    let Some(module_fqns) = module_fqns else {
+    let Some(scope) = scope else {
         return Err(Reason::OutsideModulePlan);
     };
-    let group = node.args[arity - 1]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let group_name = node.args[arity - 1].as_str().unwrap_or_default();
+    let (group, ranks) = match interned.groups.get(group_name) {
+        Some(shared) => shared.clone(),
+        None => (Arc::from(group_name), Arc::from(Vec::new())),
+    };
     let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
     Ok(Candidate {
         launch: id,
@@ -807,18 +927,57 @@ fn candidate(
             .unwrap_or_default(),
         kind,
         backward: node.meta_flag("autograd_backward"),
-        scope: module_fqns[0].clone(),
-        module_fqns: module_fqns.to_vec(),
-        ranks: args.groups[&group].clone(),
+        scope: scope.first.clone(),
+        module_fqns: scope.fqns.clone(),
         group,
+        ranks,
         dtype,
-        device,
+        device: interned.device(device),
         input_shape,
         output_shape,
         ready: source,
-        first_use: consumers[0],
+        first_use: consumers.first,
         reduce_op,
     })
+}
+
+/// What the planner needs of a wait's real consumers (`_consumers`), found without
+/// allocating per collective.
+struct ConsumerSummary {
+    /// The earliest consumer's graph position.
+    first: NodeId,
+    /// Whether every consumer is the graph output.
+    all_output: bool,
+}
+
+#[derive(Default)]
+struct ConsumerScratch {
+    stack: Vec<NodeId>,
+    seen: HashSet<NodeId>,
+}
+
+impl ConsumerScratch {
+    /// `None` when nothing reads the waited result.
+    fn summarise(&mut self, graph: &Graph, wait: NodeId) -> Option<ConsumerSummary> {
+        self.stack.clear();
+        self.seen.clear();
+        self.stack.push(wait);
+        let mut first = None::<NodeId>;
+        let mut all_output = true;
+        while let Some(current) = self.stack.pop() {
+            for &user in graph.users(current) {
+                if graph.is_view(user) {
+                    if user != wait && self.seen.insert(user) {
+                        self.stack.push(user);
+                    }
+                } else {
+                    first = Some(first.map_or(user, |f| f.min(user)));
+                    all_output &= graph.node(user).op == Op::Output;
+                }
+            }
+        }
+        first.map(|first| ConsumerSummary { first, all_output })
+    }
 }
 
 /// Per-node facts the split checks need, computed once per plan.
@@ -888,11 +1047,24 @@ impl OpenBucket {
             launches: HashSet::new(),
             waits: HashSet::new(),
             preparations: HashSet::new(),
-            scanned_to: first.launch + 1,
+            scanned_to: 0,
         };
-        let preparation = preparation_of(graph, &first);
-        bucket.push(first, preparation);
+        bucket.start(graph, first);
         bucket
+    }
+
+    /// Empties the bucket (keeping its allocations) and opens it with `first`.
+    fn start(&mut self, graph: &Graph, first: Candidate) {
+        self.members.clear();
+        self.param_names.clear();
+        self.state_indices.clear();
+        self.size_bytes = 0;
+        self.launches.clear();
+        self.waits.clear();
+        self.preparations.clear();
+        self.scanned_to = first.launch + 1;
+        let preparation = preparation_of(graph, &first);
+        self.push(first, preparation);
     }
 
     fn push(&mut self, candidate: Candidate, preparation: Vec<NodeId>) {
@@ -909,7 +1081,7 @@ impl OpenBucket {
     /// `_membership_reason`.
     fn membership_reason(&self, candidate: &Candidate, policy: &BucketPolicy) -> Option<Reason> {
         let last = self.members.last()?;
-        if last.key() != candidate.key() {
+        if !last.same_key(candidate) {
             return Some(Reason::IncompatibleKey);
         }
         if self.param_names.contains(&candidate.param_name)
@@ -1020,8 +1192,8 @@ impl OpenBucket {
     }
 
     /// `_finalize_bucket`: members in `(state_idx, param_name)` order.
-    fn finish(self) -> Bucket {
-        let mut members = self.members;
+    fn finish(&mut self) -> Bucket {
+        let mut members = std::mem::take(&mut self.members);
         members.sort_by(|a, b| (a.state_idx, &a.param_name).cmp(&(b.state_idx, &b.param_name)));
         Bucket {
             bucket_id: String::new(),
@@ -1041,6 +1213,7 @@ fn preparation_of(graph: &Graph, candidate: &Candidate) -> Vec<NodeId> {
 /// `_physical_buckets`: group by compatibility key, then cut where a split reason appears.
 fn physical_buckets(
     graph: &Graph,
+    barriers: &Barriers,
     candidates: Vec<Candidate>,
     policy: &BucketPolicy,
     decisions: &mut Vec<Decision>,
@@ -1052,44 +1225,43 @@ fn physical_buckets(
             .or_default()
             .push(candidate);
     }
-    let barriers = Barriers::new(graph);
     let mut buckets = Vec::new();
+    let mut open: Option<OpenBucket> = None;
     for group in compatible.into_values() {
-        let mut current: Option<OpenBucket> = None;
+        let mut filling = false;
         for candidate in group {
             let oversized = policy
                 .cap_bytes
                 .is_some_and(|cap| candidate.size_bytes() > cap);
             let launch = candidate.launch;
-            match current.take() {
-                None => current = Some(OpenBucket::new(graph, candidate)),
-                Some(mut open) => {
+            match open.as_mut() {
+                None => open = Some(OpenBucket::new(graph, candidate)),
+                Some(bucket) if !filling => bucket.start(graph, candidate),
+                Some(bucket) => {
                     let preparation = preparation_of(graph, &candidate);
-                    let reason = open
+                    let reason = bucket
                         .membership_reason(&candidate, policy)
-                        .or_else(|| open.window_reason(&candidate, policy))
+                        .or_else(|| bucket.window_reason(&candidate, policy))
                         .or_else(|| {
-                            open.intervening_reason(graph, &barriers, &candidate, &preparation)
+                            bucket.intervening_reason(graph, barriers, &candidate, &preparation)
                         });
                     match reason {
                         Some(reason) => {
-                            let previous = open.members.last().map(|m| m.launch);
-                            buckets.push(open.finish());
+                            let previous = bucket.members.last().map(|m| m.launch);
+                            buckets.push(bucket.finish());
                             decisions.push(Decision {
                                 node: launch,
                                 previous_node: previous,
                                 action: Action::Split,
                                 reason,
                             });
-                            current = Some(OpenBucket::new(graph, candidate));
+                            bucket.start(graph, candidate);
                         }
-                        None => {
-                            open.push(candidate, preparation);
-                            current = Some(open);
-                        }
+                        None => bucket.push(candidate, preparation),
                     }
                 }
             }
+            filling = true;
             if oversized {
                 decisions.push(Decision {
                     node: launch,
@@ -1099,8 +1271,10 @@ fn physical_buckets(
                 });
             }
         }
-        if let Some(open) = current {
-            buckets.push(open.finish());
+        if filling {
+            if let Some(bucket) = open.as_mut() {
+                buckets.push(bucket.finish());
+            }
         }
     }
     // Model declaration order never silently reorders the collective stream.
@@ -1109,11 +1283,11 @@ fn physical_buckets(
 }
 
 /// `_unmatched_module_paths`: scope paths that selected no parameter.
-fn unmatched_module_paths(selected: &Selected) -> Vec<String> {
+fn unmatched_module_paths(scopes: &[ScopeEntry<'_>]) -> Vec<String> {
     let mut unmatched = Vec::new();
-    for (scope, names) in selected {
-        for path in scope {
-            let matched = names.iter().any(|name| {
+    for scope in scopes {
+        for path in scope.fqns.iter() {
+            let matched = scope.names.iter().any(|name| {
                 name.strip_prefix(path.as_str())
                     .is_some_and(|rest| rest.starts_with('.'))
             });
@@ -1139,6 +1313,27 @@ mod tests {
         ] {
             assert!(!is_torch_device(bad), "{bad}");
         }
+    }
+
+    /// `incompatible_key` cannot be reached through `plan` (candidates are grouped by key
+    /// first), so the membership check is exercised directly.
+    #[test]
+    fn membership_rejects_an_incompatible_key_first() {
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec { layers: 1, degree: 2, hidden: 8 });
+        let graph = Graph::new(crate::read_dump(text.as_bytes()).unwrap());
+        let validated = args::validate(&crate::resolve_args(&graph, None), &graph.dump.modules).unwrap();
+        let planner = Planner::new(&graph);
+        let scan = scan_collectives(&graph, &planner.tagged, &validated);
+        let forward = scan.candidates.iter().find(|c| c.kind == CollectiveKind::AllGather).unwrap();
+        let mut other = forward.clone();
+        other.dtype = "torch.bfloat16".into();
+        other.param_name = "other".into();
+        other.state_idx = 999;
+        let open = OpenBucket::new(&graph, forward.clone());
+        assert_eq!(open.membership_reason(&other, &BucketPolicy::default()), Some(Reason::IncompatibleKey));
+        let mut repeated = forward.clone();
+        repeated.launch += 1;
+        assert_eq!(open.membership_reason(&repeated, &BucketPolicy::default()), Some(Reason::RepeatedParameterInstance));
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The plan report (`BucketPlan.to_dict()`), the graph signature, group digests, and
 //! `validate_group_plans`, byte-compatible with the Python reference.
 
-use super::{Bucket, BucketPlan, Candidate, WireRecord};
+use super::{Bucket, BucketPlan, Candidate};
 use crate::dump::Node;
 use crate::graph::Graph;
 use crate::pyjson;
 use crate::value::{py_repr_str, PyValue};
 use indexmap::IndexMap;
+use std::borrow::Cow;
 use std::fmt;
 
 fn dict<const N: usize>(entries: [(&str, PyValue); N]) -> PyValue {
@@ -37,11 +38,11 @@ pub fn describe_candidate(candidate: &Candidate) -> PyValue {
         ("state_idx", PyValue::Int(candidate.state_idx)),
         ("kind", PyValue::Str(candidate.kind.as_str().into())),
         ("backward", PyValue::Bool(candidate.backward)),
-        ("scope", PyValue::Str(candidate.scope.clone())),
+        ("scope", PyValue::Str(candidate.scope.to_string())),
         ("module_fqns", str_list(&candidate.module_fqns)),
-        ("group", PyValue::Str(candidate.group.clone())),
+        ("group", PyValue::Str(candidate.group.to_string())),
         ("ranks", int_list(&candidate.ranks)),
-        ("dtype", PyValue::Str(candidate.dtype.clone())),
+        ("dtype", PyValue::Str(candidate.dtype.to_string())),
         ("device_type", PyValue::Str(candidate.device_type().into())),
         ("input_shape", int_list(&candidate.input_shape)),
         ("output_shape", int_list(&candidate.output_shape)),
@@ -49,8 +50,7 @@ pub fn describe_candidate(candidate: &Candidate) -> PyValue {
             "reduce_op",
             candidate
                 .reduce_op
-                .clone()
-                .map_or(PyValue::None, PyValue::Str),
+                .map_or(PyValue::None, |op| PyValue::Str(op.to_string())),
         ),
     ])
 }
@@ -86,29 +86,19 @@ pub fn describe_bucket(bucket: &Bucket) -> PyValue {
     ])
 }
 
-fn wire_value(record: &WireRecord) -> PyValue {
-    PyValue::List(vec![
-        record.comm_type.clone(),
-        record.param_name.clone(),
-        record.state_idx.clone(),
-        record.spec.clone(),
-        record.reduce_op.clone(),
-    ])
-}
-
 /// `BucketPlan.group_digest(group)`: layout and order for one process group, without
 /// rank-local device indices.
-pub fn group_digest(plan: &BucketPlan, group: &str) -> String {
+pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
     let layouts: Vec<PyValue> = plan
         .buckets
         .iter()
-        .filter(|b| b.members.first().is_some_and(|m| m.group == group))
+        .filter(|b| b.members.first().is_some_and(|m| &*m.group == group))
         .map(|b| PyValue::List(b.members.iter().map(describe_candidate).collect()))
         .collect();
     let wire = plan
         .wire_collectives
         .get(group)
-        .map(|records| PyValue::List(records.iter().map(wire_value).collect()))
+        .map(|records| PyValue::List(records.iter().map(|r| r.to_value(graph)).collect()))
         .unwrap_or(PyValue::List(Vec::new()));
     let ranks = plan
         .group_ranks
@@ -191,7 +181,7 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
     let group_digests = PyValue::Dict(
         plan.group_ranks
             .keys()
-            .map(|g| (g.clone(), PyValue::Str(group_digest(plan, g))))
+            .map(|g| (g.clone(), PyValue::Str(group_digest(plan, graph, g))))
             .collect(),
     );
     dict([
@@ -228,35 +218,51 @@ const SIGNATURE_KEYS: [&str; 5] = [
 /// `graph_signature`: SHA-256 over each node's name, target, args, kwargs and planning
 /// metadata, so a plan can be matched to the graph snapshot it was made from.
 pub fn graph_signature(graph: &Graph) -> String {
-    let records: Vec<PyValue> = graph
-        .nodes()
-        .iter()
-        .map(|node| {
-            let (target, args, kwargs) = python_strings(node);
-            let metadata: IndexMap<String, PyValue> = node
-                .meta
+    use sha2::{Digest, Sha256};
+    // Streamed: the records' JSON is hashed node by node, never held whole.
+    let mut hasher = Sha256::new();
+    let mut buffer = String::with_capacity(1 << 16);
+    let mut metadata: Vec<(&str, &PyValue)> = Vec::new();
+    buffer.push('[');
+    for (i, node) in graph.nodes().iter().enumerate() {
+        if i > 0 {
+            buffer.push_str(", ");
+        }
+        let (target, args, kwargs) = python_strings(node);
+        buffer.push('[');
+        for text in [node.name.as_str(), &target, &args, &kwargs] {
+            pyjson::write_string(&mut buffer, text);
+            buffer.push_str(", ");
+        }
+        metadata.clear();
+        metadata.extend(
+            node.meta
                 .iter()
                 .filter(|(k, _)| k.starts_with("fsdp_") || SIGNATURE_KEYS.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            PyValue::List(vec![
-                PyValue::Str(node.name.clone()),
-                PyValue::Str(target),
-                PyValue::Str(args),
-                PyValue::Str(kwargs),
-                PyValue::Dict(metadata),
-            ])
-        })
-        .collect();
-    pyjson::digest(&PyValue::List(records))
+                .map(|(k, v)| (k.as_str(), v)),
+        );
+        pyjson::write_dict_entries(&mut buffer, &mut metadata);
+        buffer.push(']');
+        if buffer.len() >= 1 << 15 {
+            hasher.update(buffer.as_bytes());
+            buffer.clear();
+        }
+    }
+    buffer.push(']');
+    hasher.update(buffer.as_bytes());
+    pyjson::hex(&hasher.finalize())
 }
 
 /// `str(node.target)`, `str(node.args)`, `str(node.kwargs)`: from the dump's `repr` field
 /// when present, else rendered as Python would print them (best effort: a dump cannot say
 /// whether an array was a tuple or a list).
-pub fn python_strings(node: &Node) -> (String, String, String) {
+pub fn python_strings(node: &Node) -> (Cow<'_, str>, Cow<'_, str>, Cow<'_, str>) {
     if let Some(repr) = &node.repr {
-        return (repr.target.clone(), repr.args.clone(), repr.kwargs.clone());
+        return (
+            Cow::Borrowed(&repr.target),
+            Cow::Borrowed(&repr.args),
+            Cow::Borrowed(&repr.kwargs),
+        );
     }
     let target = python_target_str(node);
     let args = PyValue::py_repr_tuple(&node.args);
@@ -273,7 +279,7 @@ pub fn python_strings(node: &Node) -> (String, String, String) {
         out.push('}');
         out
     };
-    (target, args, kwargs)
+    (Cow::Owned(target), Cow::Owned(args), Cow::Owned(kwargs))
 }
 
 /// Namespaces of `torch.ops` whose `str()` is the canonical name itself.
@@ -395,4 +401,76 @@ pub fn validate_group_plans(
         }
     }
     Ok(())
+}
+
+/// A plan in plain words, for terminals, CI logs and review docs: every bucket with its
+/// members and window, every decision with what its reason means.
+pub fn plan_to_text(plan: &BucketPlan, graph: &Graph) -> String {
+    use std::fmt::Write;
+    let name = |id: usize| graph.node(id).name.as_str();
+    let s = &plan.summary;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "plan of {} nodes (signature {}): {} buckets, {} singletons, from {} candidates of {} tagged collectives",
+        graph.len(),
+        &plan.signature[..12],
+        s.buckets,
+        s.singletons,
+        s.candidate_collectives,
+        s.tagged_collectives
+    );
+    for bucket in &plan.buckets {
+        let first = &bucket.members[0];
+        let _ = writeln!(
+            out,
+            "bucket {}: {} {} on {} (ranks {:?}), scope {}, {} member{}, {} bytes, window {} -> {}{}",
+            bucket.bucket_id,
+            first.kind.as_str(),
+            if first.backward { "backward" } else { "forward" },
+            first.group,
+            first.ranks,
+            first.scope,
+            bucket.members.len(),
+            if bucket.members.len() == 1 { "" } else { "s" },
+            bucket.size_bytes(),
+            bucket.latest_input(),
+            bucket.earliest_consumer(),
+            if bucket.fusable() { "" } else { " (singleton)" }
+        );
+        for member in &bucket.members {
+            let _ = writeln!(
+                out,
+                "  {} {} #{} {:?} -> {:?} {}",
+                name(member.launch),
+                member.param_name,
+                member.state_idx,
+                member.input_shape,
+                member.output_shape,
+                member.dtype
+            );
+        }
+    }
+    for decision in &plan.decisions {
+        let subject = match decision.previous_node {
+            Some(previous) => format!("{} from {}", name(decision.node), name(previous)),
+            None => name(decision.node).to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{} {}: {}: {}",
+            decision.action.as_str(),
+            subject,
+            decision.reason.as_str(),
+            decision.reason.explain()
+        );
+    }
+    if !s.unmatched_module_paths.is_empty() {
+        let _ = writeln!(
+            out,
+            "unmatched module paths: {}",
+            s.unmatched_module_paths.join(", ")
+        );
+    }
+    out
 }

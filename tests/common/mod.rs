@@ -30,3 +30,32 @@ pub fn json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&read(path))
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
+
+/// Compares `actual` with the committed snapshot at `path` (relative to the repo), or
+/// rewrites the snapshot when `UPDATE_SNAPSHOTS=1`. Returns a description of a mismatch.
+pub fn check_snapshot(relative: &str, actual: &str) -> Result<(), String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("snapshot dir");
+        }
+        std::fs::write(&path, actual).expect("write snapshot");
+        return Ok(());
+    }
+    let expected = std::fs::read_to_string(&path)
+        .map_err(|e| format!("{relative}: no snapshot ({e}); run with UPDATE_SNAPSHOTS=1"))?;
+    if expected == actual {
+        return Ok(());
+    }
+    let line = expected
+        .lines()
+        .zip(actual.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+    Err(format!(
+        "{relative} differs at line {}:\n  expected: {}\n  actual:   {}",
+        line + 1,
+        expected.lines().nth(line).unwrap_or("<end>"),
+        actual.lines().nth(line).unwrap_or("<end>")
+    ))
+}

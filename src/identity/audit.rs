@@ -1,0 +1,246 @@
+//! Audit of a transform: the same graph before and after, collective by collective.
+
+use super::transform::resolve_members;
+use super::{
+    classify, classify_with_members, rules, Classification, Code, CollectiveIdentity, Diagnostic,
+    Source, Transport,
+};
+use crate::graph::{Graph, NodeId};
+use std::collections::HashMap;
+
+/// What happened to a collective's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AuditStatus {
+    /// Still one collective (same name or one-to-one provenance) with its identity.
+    Kept,
+    /// Combined with others (bucketing, deduplication); the result follows the rule.
+    Combined,
+    /// A rule dropped the role (opaque fusion, mixed bucket, cross-role deduplication).
+    Dropped,
+    /// The identity vanished: no collective after claims it, or the one that does has no role
+    /// and no rule explains it.
+    Lost,
+}
+
+impl AuditStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditStatus::Kept => "kept",
+            AuditStatus::Combined => "combined",
+            AuditStatus::Dropped => "dropped",
+            AuditStatus::Lost => "lost",
+        }
+    }
+}
+
+/// One collective of the "before" graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// The collective in the before graph.
+    pub node: NodeId,
+    pub status: AuditStatus,
+    /// The after-graph collectives that claim it.
+    pub into: Vec<NodeId>,
+    /// How it was matched: `name` or the provenance key (`from_node`, ...).
+    pub matched_by: Option<String>,
+    /// The transform rule applied (`copy`, `bucketing`, `dedup`, `fusion`).
+    pub rule: Option<&'static str>,
+}
+
+/// The audit of a transform.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Audit {
+    pub before: Classification,
+    /// Classified with provenance members resolved in the before graph.
+    pub after: Classification,
+    /// One entry per before collective, in graph order.
+    pub entries: Vec<AuditEntry>,
+    /// After-graph collectives that match nothing before.
+    pub new: Vec<NodeId>,
+    /// The after graph's transform diagnostics, then the audit's own.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+fn describe(c: &CollectiveIdentity) -> String {
+    match (&c.role, c.source) {
+        (Some(role), Some(source)) => format!("{} ({})", role.as_str(), source.as_str()),
+        _ => "no role".into(),
+    }
+}
+
+/// Matches collectives of `before` and `after` (by name, `from_node` and provenance) and
+/// reports each before collective as kept, combined, dropped by a rule, or lost.
+pub fn audit(before: &Graph, after: &Graph) -> Audit {
+    let before_c = classify(before);
+    let after_c = classify_with_members(after, Some((before, &before_c)));
+
+    // The before collectives each after collective comes from.
+    let mut claims: HashMap<NodeId, Vec<(NodeId, String, usize)>> = HashMap::new();
+    let mut new = Vec::new();
+    for a in &after_c.collectives {
+        let mut sources: Vec<NodeId> = Vec::new();
+        let mut matched_by = String::new();
+        if let Some(prov) = &a.provenance {
+            sources = resolve_members(prov, a, before, &before_c.collectives, true)
+                .iter()
+                .map(|m| m.node)
+                .collect();
+            matched_by = prov.key.clone();
+        }
+        if sources.is_empty() {
+            if let Some(b) = before.find(&a.name).and_then(|id| before_c.get(id)) {
+                sources.push(b.node);
+                matched_by = "name".into();
+            }
+        }
+        if sources.is_empty() {
+            new.push(a.node);
+        }
+        let count = sources.len();
+        for source in sources {
+            claims
+                .entry(source)
+                .or_default()
+                .push((a.node, matched_by.clone(), count));
+        }
+    }
+
+    let mut entries = Vec::new();
+    let mut diagnostics = after_c.diagnostics.clone();
+    for b in &before_c.collectives {
+        let Some(claimants) = claims.get(&b.node) else {
+            if b.role.is_some() {
+                diagnostics.push(Diagnostic {
+                    code: Code::IdentityLost,
+                    nodes: vec![b.name.clone()],
+                    rule: rules::COPY.into(),
+                    evidence: format!(
+                        "before: {}; after: no collective named {} and none records it as a \
+                         source",
+                        describe(b),
+                        b.name
+                    ),
+                    message: format!(
+                        "{} ({}) vanished without provenance: its identity is lost",
+                        b.name,
+                        describe(b)
+                    ),
+                });
+            }
+            entries.push(AuditEntry {
+                node: b.node,
+                status: AuditStatus::Lost,
+                into: Vec::new(),
+                matched_by: None,
+                rule: None,
+            });
+            continue;
+        };
+        let into: Vec<NodeId> = claimants.iter().map(|c| c.0).collect();
+        let (first, matched_by, count) = &claimants[0];
+        let Some(a) = after_c.get(*first) else {
+            continue;
+        };
+        let (status, rule) = if a.transport == Transport::Fused {
+            (AuditStatus::Dropped, Some(rules::FUSION))
+        } else if *count >= 2 {
+            let rule = a
+                .evidence
+                .as_ref()
+                .map(|e| e.rule)
+                .unwrap_or(rules::BUCKETING);
+            if a.role.is_some() || b.role.is_none() {
+                (AuditStatus::Combined, Some(rule))
+            } else {
+                (AuditStatus::Dropped, Some(rule))
+            }
+        } else {
+            let mut status = AuditStatus::Kept;
+            let mut nodes = vec![b.name.clone()];
+            nodes.extend(into.iter().map(|&id| after.node(id).name.clone()));
+            let evidence = format!("before: {}; after {}: {}", describe(b), a.name, describe(a));
+            match (&b.role, &a.role) {
+                (Some(_), None) => {
+                    status = AuditStatus::Lost;
+                    diagnostics.push(Diagnostic {
+                        code: Code::IdentityLost,
+                        nodes,
+                        rule: rules::COPY.into(),
+                        evidence,
+                        message: format!(
+                            "{} became {} (matched by {matched_by}) but its identity did not \
+                             survive: a copy keeps the identity by value",
+                            b.name, a.name
+                        ),
+                    });
+                }
+                (Some(rb), Some(ra))
+                    if b.source == Some(Source::Explicit) && a.source != Some(Source::Explicit) =>
+                {
+                    status = AuditStatus::Lost;
+                    diagnostics.push(Diagnostic {
+                        code: Code::IdentityLost,
+                        nodes,
+                        rule: rules::COPY.into(),
+                        evidence,
+                        message: format!(
+                            "{} became {} (matched by {matched_by}) but its explicit identity {} \
+                             did not survive; after the transform it is only inferred ({})",
+                            b.name,
+                            a.name,
+                            rb.as_str(),
+                            ra.as_str()
+                        ),
+                    });
+                }
+                (Some(rb), Some(ra)) if rb != ra => diagnostics.push(Diagnostic {
+                    code: Code::IdentityChanged,
+                    nodes,
+                    rule: rules::COPY.into(),
+                    evidence,
+                    message: format!(
+                        "{} changed role from {} to {} across the transform",
+                        b.name,
+                        rb.as_str(),
+                        ra.as_str()
+                    ),
+                }),
+                (Some(_), Some(_))
+                    if b.source == Some(Source::Inferred) && a.source == Some(Source::Explicit) =>
+                {
+                    diagnostics.push(Diagnostic {
+                        code: Code::InferredUpgraded,
+                        nodes,
+                        rule: rules::COPY.into(),
+                        evidence,
+                        message: format!(
+                            "{} was inferred before the transform but {} claims it is \
+                             explicit: an inferred identity never becomes explicit",
+                            b.name, a.name
+                        ),
+                    })
+                }
+                _ => {}
+            }
+            (status, Some(rules::COPY))
+        };
+        entries.push(AuditEntry {
+            node: b.node,
+            status,
+            into,
+            matched_by: Some(matched_by.clone()),
+            rule,
+        });
+    }
+    let diagnostics = diagnostics
+        .into_iter()
+        .map(Diagnostic::dedup_nodes)
+        .collect();
+    Audit {
+        before: before_c,
+        after: after_c,
+        entries,
+        new,
+        diagnostics,
+    }
+}

@@ -1,0 +1,502 @@
+//! The stable JSON forms of `commlens roles --json` and `commlens audit --json`, and their
+//! plain-text renderings. Keys are written in a fixed order; the schemas are documented in the
+//! README ("Semantic identity of collectives").
+
+use super::{
+    audit, bucket_identities, classify, Audit, BucketIdentity, Classification, CollectiveIdentity,
+    Counts, Coverage, Diagnostic,
+};
+use crate::dump::{read_dump, DumpError};
+use crate::graph::Graph;
+use serde_json::{json, Map, Value};
+
+/// The `format` tag of `roles --json`.
+pub const ROLES_FORMAT: &str = "commlens.roles";
+/// The `format` tag of `audit --json`.
+pub const AUDIT_FORMAT: &str = "commlens.audit";
+/// The schema version of both forms.
+pub const SCHEMA_VERSION: i64 = 1;
+
+fn opt(value: Option<&str>) -> Value {
+    value.map_or(Value::Null, |s| Value::String(s.to_string()))
+}
+
+/// One collective entry of `roles --json`.
+pub fn collective_value(graph: &Graph, c: &CollectiveIdentity) -> Value {
+    let mut m = Map::new();
+    m.insert("node".into(), json!(c.name));
+    m.insert("op".into(), json!(c.op));
+    m.insert("transport".into(), json!(c.transport.as_str()));
+    m.insert("group".into(), opt(c.group.as_deref()));
+    m.insert(
+        "waits".into(),
+        Value::Array(c.waits.iter().map(|&w| json!(graph.node(w).name)).collect()),
+    );
+    m.insert("role".into(), opt(c.role.as_ref().map(|r| r.as_str())));
+    m.insert("source".into(), opt(c.source.map(|s| s.as_str())));
+    m.insert("producer".into(), opt(c.producer.as_deref()));
+    m.insert("phase".into(), json!(c.phase.as_str()));
+    m.insert("recomputed".into(), json!(c.recomputed));
+    m.insert("rule".into(), opt(c.evidence.as_ref().map(|e| e.rule)));
+    m.insert(
+        "evidence".into(),
+        opt(c.evidence.as_ref().map(|e| e.detail.as_str())),
+    );
+    m.insert(
+        "heuristic".into(),
+        match &c.heuristic {
+            Some((role, ev)) => {
+                json!({"role": role.as_str(), "rule": ev.rule, "evidence": ev.detail})
+            }
+            None => Value::Null,
+        },
+    );
+    m.insert(
+        "provenance".into(),
+        match &c.provenance {
+            Some(p) => json!({"key": p.key, "members": p.members, "pass_name": p.pass_name}),
+            None => Value::Null,
+        },
+    );
+    Value::Object(m)
+}
+
+pub fn diagnostic_value(d: &Diagnostic) -> Value {
+    json!({
+        "code": d.code.as_str(),
+        "nodes": d.nodes,
+        "rule": d.rule,
+        "evidence": d.evidence,
+        "message": d.message,
+    })
+}
+
+fn counts_value(c: &Counts, with_unclassified: bool) -> Value {
+    let mut m = Map::new();
+    m.insert("explicit".into(), json!(c.explicit));
+    m.insert("inferred".into(), json!(c.inferred));
+    if with_unclassified {
+        m.insert("unclassified".into(), json!(c.unclassified));
+    }
+    Value::Object(m)
+}
+
+pub fn coverage_value(c: &Coverage) -> Value {
+    let mut m = Map::new();
+    m.insert("total".into(), json!(c.all.total()));
+    m.insert("explicit".into(), json!(c.all.explicit));
+    m.insert("inferred".into(), json!(c.all.inferred));
+    m.insert("unclassified".into(), json!(c.all.unclassified));
+    m.insert(
+        "by_role".into(),
+        Value::Object(
+            c.by_role
+                .iter()
+                .map(|(k, v)| (k.clone(), counts_value(v, false)))
+                .collect(),
+        ),
+    );
+    m.insert(
+        "by_group".into(),
+        Value::Object(
+            c.by_group
+                .iter()
+                .map(|(k, v)| (k.clone(), counts_value(v, true)))
+                .collect(),
+        ),
+    );
+    Value::Object(m)
+}
+
+/// The `roles --json` object.
+pub fn roles_value(
+    graph: &Graph,
+    c: &Classification,
+    buckets: &[BucketIdentity],
+    bucket_diagnostics: &[Diagnostic],
+) -> Value {
+    let mut m = Map::new();
+    m.insert("format".into(), json!(ROLES_FORMAT));
+    m.insert("version".into(), json!(SCHEMA_VERSION));
+    m.insert(
+        "collectives".into(),
+        Value::Array(
+            c.collectives
+                .iter()
+                .map(|x| collective_value(graph, x))
+                .collect(),
+        ),
+    );
+    m.insert(
+        "memory_events".into(),
+        Value::Array(
+            c.memory_events
+                .iter()
+                .map(|e| {
+                    json!({"node": e.name, "comm_type": e.comm_type, "param_name": e.param_name, "phase": e.phase.as_str()})
+                })
+                .collect(),
+        ),
+    );
+    m.insert(
+        "buckets".into(),
+        Value::Array(
+            buckets
+                .iter()
+                .map(|b| {
+                    json!({
+                        "bucket_id": b.bucket_id,
+                        "members": b.members.iter().map(|&id| graph.node(id).name.clone()).collect::<Vec<_>>(),
+                        "role": b.role.as_ref().map(|r| r.as_str()),
+                        "source": b.source.map(|s| s.as_str()),
+                        "producer": b.producer,
+                    })
+                })
+                .collect(),
+        ),
+    );
+    m.insert(
+        "diagnostics".into(),
+        Value::Array(
+            c.diagnostics
+                .iter()
+                .chain(bucket_diagnostics)
+                .map(diagnostic_value)
+                .collect(),
+        ),
+    );
+    m.insert("coverage".into(), coverage_value(&c.coverage));
+    Value::Object(m)
+}
+
+/// Everything `commlens roles` reports about one graph: the classification and the identity
+/// of the planner's buckets (with the dump's planner arguments; none when the planner rejects
+/// them).
+pub struct RolesReport {
+    pub graph: Graph,
+    pub classification: Classification,
+    pub buckets: Vec<BucketIdentity>,
+    pub bucket_diagnostics: Vec<Diagnostic>,
+}
+
+impl RolesReport {
+    pub fn new(graph: Graph) -> RolesReport {
+        let classification = classify(&graph);
+        let args = crate::resolve_args(&graph, None);
+        let (buckets, bucket_diagnostics) = match crate::planner::plan(&graph, &args) {
+            Ok(plan) => bucket_identities(&graph, &classification, &plan),
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        RolesReport {
+            graph,
+            classification,
+            buckets,
+            bucket_diagnostics,
+        }
+    }
+
+    pub fn from_dump(bytes: &[u8]) -> Result<RolesReport, DumpError> {
+        Ok(RolesReport::new(Graph::new(read_dump(bytes)?)))
+    }
+
+    pub fn to_json(&self) -> String {
+        pretty(&roles_value(
+            &self.graph,
+            &self.classification,
+            &self.buckets,
+            &self.bucket_diagnostics,
+        ))
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let g = &self.graph;
+        let rows: Vec<[String; 7]> = self
+            .classification
+            .collectives
+            .iter()
+            .map(|c| {
+                [
+                    c.name.clone(),
+                    c.transport.as_str().to_string(),
+                    c.group.clone().unwrap_or_else(|| "-".into()),
+                    c.role
+                        .as_ref()
+                        .map(|r| r.as_str().to_string())
+                        .unwrap_or_else(|| "unclassified".into()),
+                    c.source.map(|s| s.as_str()).unwrap_or("-").to_string(),
+                    format!(
+                        "{}{}",
+                        c.phase.as_str(),
+                        if c.recomputed { " (recomputed)" } else { "" }
+                    ),
+                    match &c.evidence {
+                        Some(e) => format!("{}: {}", e.rule, e.detail),
+                        None => "-".into(),
+                    },
+                ]
+            })
+            .collect();
+        let header = [
+            "node",
+            "transport",
+            "group",
+            "role",
+            "source",
+            "phase",
+            "evidence",
+        ];
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row.iter()).take(6) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cells: [&str; 7], out: &mut String| {
+            for (i, cell) in cells.iter().enumerate() {
+                if i < 6 {
+                    out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+                } else {
+                    out.push_str(cell);
+                }
+            }
+            out.push('\n');
+        };
+        line(header, &mut out);
+        for row in &rows {
+            line(
+                [
+                    &row[0], &row[1], &row[2], &row[3], &row[4], &row[5], &row[6],
+                ],
+                &mut out,
+            );
+        }
+        for b in &self.buckets {
+            if b.members.len() > 1 {
+                out.push_str(&format!(
+                    "planner bucket {}: {} [{}]\n",
+                    b.bucket_id,
+                    b.role.as_ref().map(|r| r.as_str()).unwrap_or("no role"),
+                    b.members
+                        .iter()
+                        .map(|&id| g.node(id).name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        let diags: Vec<&Diagnostic> = self
+            .classification
+            .diagnostics
+            .iter()
+            .chain(&self.bucket_diagnostics)
+            .collect();
+        out.push_str(&format!("\n{} diagnostic(s)\n", diags.len()));
+        for d in diags {
+            out.push_str(&format!(
+                "  {}: {}\n      evidence: {}\n",
+                d.code.as_str(),
+                d.message,
+                d.evidence
+            ));
+        }
+        out.push_str(&coverage_text(&self.classification.coverage));
+        out
+    }
+}
+
+fn coverage_text(c: &Coverage) -> String {
+    let mut out = format!(
+        "\ncoverage: {} collectives: {} explicit, {} inferred, {} unclassified\n",
+        c.all.total(),
+        c.all.explicit,
+        c.all.inferred,
+        c.all.unclassified
+    );
+    for (role, n) in &c.by_role {
+        out.push_str(&format!(
+            "  role  {role}: {} explicit, {} inferred\n",
+            n.explicit, n.inferred
+        ));
+    }
+    for (group, n) in &c.by_group {
+        out.push_str(&format!(
+            "  group {group}: {} explicit, {} inferred, {} unclassified\n",
+            n.explicit, n.inferred, n.unclassified
+        ));
+    }
+    out
+}
+
+fn pretty(value: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into());
+    text.push('\n');
+    text
+}
+
+fn brief(c: Option<&CollectiveIdentity>) -> Value {
+    match c {
+        Some(c) => json!({
+            "role": c.role.as_ref().map(|r| r.as_str()),
+            "source": c.source.map(|s| s.as_str()),
+            "producer": c.producer,
+        }),
+        None => Value::Null,
+    }
+}
+
+/// The `audit --json` object.
+pub fn audit_value(before: &Graph, after: &Graph, a: &Audit) -> Value {
+    let mut m = Map::new();
+    m.insert("format".into(), json!(AUDIT_FORMAT));
+    m.insert("version".into(), json!(SCHEMA_VERSION));
+    m.insert(
+        "entries".into(),
+        Value::Array(
+            a.entries
+                .iter()
+                .map(|e| {
+                    let into: Vec<String> = e
+                        .into
+                        .iter()
+                        .map(|&id| after.node(id).name.clone())
+                        .collect();
+                    let mut o = Map::new();
+                    o.insert("node".into(), json!(before.node(e.node).name));
+                    o.insert("status".into(), json!(e.status.as_str()));
+                    o.insert("into".into(), json!(into));
+                    o.insert("matched_by".into(), opt(e.matched_by.as_deref()));
+                    o.insert("rule".into(), opt(e.rule));
+                    o.insert("before".into(), brief(a.before.get(e.node)));
+                    o.insert(
+                        "after".into(),
+                        brief(e.into.first().and_then(|&id| a.after.get(id))),
+                    );
+                    Value::Object(o)
+                })
+                .collect(),
+        ),
+    );
+    m.insert(
+        "new".into(),
+        Value::Array(
+            a.new
+                .iter()
+                .map(|&id| {
+                    let c = a.after.get(id);
+                    let mut o = Map::new();
+                    o.insert("node".into(), json!(after.node(id).name));
+                    if let Value::Object(b) = brief(c) {
+                        o.extend(b);
+                    }
+                    Value::Object(o)
+                })
+                .collect(),
+        ),
+    );
+    m.insert(
+        "after_collectives".into(),
+        Value::Array(
+            a.after
+                .collectives
+                .iter()
+                .map(|c| collective_value(after, c))
+                .collect(),
+        ),
+    );
+    m.insert(
+        "diagnostics".into(),
+        Value::Array(a.diagnostics.iter().map(diagnostic_value).collect()),
+    );
+    m.insert(
+        "coverage".into(),
+        json!({"before": coverage_value(&a.before.coverage), "after": coverage_value(&a.after.coverage)}),
+    );
+    Value::Object(m)
+}
+
+/// Which of the two dumps of an audit could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuditInputError {
+    Before(DumpError),
+    After(DumpError),
+}
+
+impl std::fmt::Display for AuditInputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuditInputError::Before(e) => write!(f, "before: {e}"),
+            AuditInputError::After(e) => write!(f, "after: {e}"),
+        }
+    }
+}
+
+/// Both graphs and their audit.
+pub struct AuditReport {
+    pub before: Graph,
+    pub after: Graph,
+    pub audit: Audit,
+}
+
+impl AuditReport {
+    pub fn from_dumps(before: &[u8], after: &[u8]) -> Result<AuditReport, AuditInputError> {
+        let before = Graph::new(read_dump(before).map_err(AuditInputError::Before)?);
+        let after = Graph::new(read_dump(after).map_err(AuditInputError::After)?);
+        let audit = audit(&before, &after);
+        Ok(AuditReport {
+            before,
+            after,
+            audit,
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        pretty(&audit_value(&self.before, &self.after, &self.audit))
+    }
+
+    pub fn to_text(&self) -> String {
+        let a = &self.audit;
+        let mut out = String::new();
+        for e in &a.entries {
+            let name = &self.before.node(e.node).name;
+            let into: Vec<&str> = e
+                .into
+                .iter()
+                .map(|&id| self.after.node(id).name.as_str())
+                .collect();
+            let role = |c: Option<&CollectiveIdentity>| match c.and_then(|c| c.role.as_ref()) {
+                Some(r) => r.as_str().to_string(),
+                None => "no role".into(),
+            };
+            out.push_str(&format!(
+                "{:<9} {name} ({}) -> {} ({}){}\n",
+                e.status.as_str(),
+                role(a.before.get(e.node)),
+                if into.is_empty() {
+                    "-".to_string()
+                } else {
+                    into.join(", ")
+                },
+                role(e.into.first().and_then(|&id| a.after.get(id))),
+                e.rule.map(|r| format!(" [rule {r}]")).unwrap_or_default()
+            ));
+        }
+        for &id in &a.new {
+            out.push_str(&format!("new       {}\n", self.after.node(id).name));
+        }
+        out.push_str(&format!("\n{} diagnostic(s)\n", a.diagnostics.len()));
+        for d in &a.diagnostics {
+            out.push_str(&format!(
+                "  {}: {}\n      evidence: {}\n",
+                d.code.as_str(),
+                d.message,
+                d.evidence
+            ));
+        }
+        out.push_str("\nbefore");
+        out.push_str(&coverage_text(&a.before.coverage));
+        out.push_str("\nafter");
+        out.push_str(&coverage_text(&a.after.coverage));
+        out
+    }
+}

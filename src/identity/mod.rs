@@ -1,0 +1,460 @@
+//! Semantic identity of collectives (`semantic-identity.md`, PyTorch RFC-0057 phase 1).
+//!
+//! Every collective start node gets a role (`fsdp.param_unshard`, ...), where the role came
+//! from (`explicit` payload or producer tag, or `inferred` by a structural heuristic), which
+//! rule produced it (its evidence), and derived attributes (phase, recomputed). Transforms
+//! (bucketing, reduce-scatter deduplication, opaque fusion) are resolved by the spec's rules,
+//! never by trusting a copied `custom` dict. Problems are [`Diagnostic`]s with stable codes.
+//!
+//! Entry points, shared by the CLI and the browser app:
+//!
+//! - [`classify`]: one graph → [`Classification`] (collectives, diagnostics, coverage).
+//! - [`bucket_identities`]: the planner's buckets → their identity by the bucketing rule.
+//! - [`audit`]: a graph before and after a transform → what happened to each identity.
+//! - [`json::roles_json`] / [`json::audit_json`]: the stable JSON forms (`commlens roles
+//!   --json`, `commlens audit --json`).
+//!
+//! Nothing here panics on any input: malformed metadata becomes a diagnostic.
+
+mod audit;
+mod classify;
+pub mod json;
+mod payload;
+mod transform;
+
+pub use audit::{audit, Audit, AuditEntry, AuditStatus};
+pub use classify::{classify, classify_with_members};
+pub use payload::{read_payload, Payload, PAYLOAD_KEY};
+pub use transform::{bucket_identities, BucketIdentity, PLANNER_PRODUCER};
+
+use crate::graph::NodeId;
+use indexmap::IndexMap;
+
+/// A collective's purpose.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `fsdp.param_unshard`: materialise sharded parameters (forward gather or backward re-gather).
+    ParamUnshard,
+    /// `fsdp.grad_reduce_shard`: reduce gradients into their sharded form.
+    GradReduceShard,
+    /// `fsdp.grad_replicate_reduce`: reduce gradients across the replicated dimension (HSDP).
+    GradReplicateReduce,
+    /// A namespaced role of another producer (`tp.*`, `cp.*`, `ep.*`, `pp.*`, `dtensor.*`,
+    /// `user`): accepted from explicit payloads only, never inferred.
+    Other(String),
+}
+
+/// Namespaces of the non-FSDP roles the classifier accepts from explicit payloads.
+pub const OTHER_ROLE_NAMESPACES: &[&str] = &["tp.", "cp.", "ep.", "pp.", "dtensor."];
+
+impl Role {
+    /// The three phase-1 FSDP roles, in table order.
+    pub const FSDP: [Role; 3] = [
+        Role::ParamUnshard,
+        Role::GradReduceShard,
+        Role::GradReplicateReduce,
+    ];
+
+    pub fn parse(text: &str) -> Option<Role> {
+        match text {
+            "fsdp.param_unshard" => Some(Role::ParamUnshard),
+            "fsdp.grad_reduce_shard" => Some(Role::GradReduceShard),
+            "fsdp.grad_replicate_reduce" => Some(Role::GradReplicateReduce),
+            "user" => Some(Role::Other(text.to_string())),
+            _ => OTHER_ROLE_NAMESPACES
+                .iter()
+                .any(|ns| {
+                    text.len() > ns.len()
+                        && text.starts_with(ns)
+                        && text[ns.len()..]
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                })
+                .then(|| Role::Other(text.to_string())),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::ParamUnshard => "fsdp.param_unshard",
+            Role::GradReduceShard => "fsdp.grad_reduce_shard",
+            Role::GradReplicateReduce => "fsdp.grad_replicate_reduce",
+            Role::Other(name) => name,
+        }
+    }
+
+    pub fn is_fsdp(&self) -> bool {
+        !matches!(self, Role::Other(_))
+    }
+
+    /// The role/transport table: FSDP roles each belong to one transport; other producers'
+    /// roles fit any ordinary collective; no role fits an opaque fused op.
+    pub fn compatible_with(&self, transport: Transport) -> bool {
+        match self {
+            Role::ParamUnshard => transport == Transport::AllGather,
+            Role::GradReduceShard => transport == Transport::ReduceScatter,
+            Role::GradReplicateReduce => transport == Transport::AllReduce,
+            Role::Other(_) => transport != Transport::Fused,
+        }
+    }
+}
+
+/// What a collective moves, independent of why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    AllGather,
+    ReduceScatter,
+    AllReduce,
+    AllToAll,
+    Broadcast,
+    /// An opaque communication-compute op (`symm_mem.fused_all_gather_matmul`, ...).
+    Fused,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::AllGather => "all_gather",
+            Transport::ReduceScatter => "reduce_scatter",
+            Transport::AllReduce => "all_reduce",
+            Transport::AllToAll => "all_to_all",
+            Transport::Broadcast => "broadcast",
+            Transport::Fused => "fused",
+        }
+    }
+
+    /// The transport of a functional collective op name (`graph::collective_op`).
+    pub fn of_op(op: &str) -> Transport {
+        if op.starts_with("all_gather") {
+            Transport::AllGather
+        } else if op.starts_with("reduce_scatter") {
+            Transport::ReduceScatter
+        } else if op.starts_with("all_reduce") {
+            Transport::AllReduce
+        } else if op.starts_with("all_to_all") {
+            Transport::AllToAll
+        } else {
+            Transport::Broadcast
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// Declared by the producer (a valid payload, or an unambiguous producer tag).
+    Explicit,
+    /// Decided by a structural heuristic or a transform rule over inferred members.
+    Inferred,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Explicit => "explicit",
+            Source::Inferred => "inferred",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Forward,
+    Backward,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+        }
+    }
+}
+
+/// Stable rule names: which rule gave a role (evidence) or which rule a diagnostic applies.
+pub mod rules {
+    /// A valid payload in `meta["custom"]["distributed.comm_semantics"]`.
+    pub const PAYLOAD: &str = "payload";
+    /// A valid payload in the fallback location `meta["comm_semantics"]`.
+    pub const PAYLOAD_FALLBACK: &str = "payload_fallback";
+    /// A valid payload found on the wait (or coalesced getitem) and moved to the start.
+    pub const PAYLOAD_MOVED: &str = "payload_moved_from_wait";
+    /// The FSDP pass's `meta["comm_type"]` tag (a producer that predates the payload).
+    pub const COMM_TYPE: &str = "comm_type";
+    /// Heuristic: all-gather whose input has exactly one placeholder ancestor.
+    pub const AG_SINGLE_PLACEHOLDER: &str = "ag_single_placeholder";
+    /// Heuristic: reduce-scatter whose wait reaches the output only through unary nodes.
+    pub const RS_UNARY_TO_OUTPUT: &str = "rs_unary_chain_to_output";
+    /// Heuristic: all-reduce on a group that carries an FSDP all-gather.
+    pub const AR_GROUP_TRANSITIVITY: &str = "ar_group_transitivity";
+    /// Transform rule: many collectives became one.
+    pub const BUCKETING: &str = "bucketing";
+    /// Transform rule: `add(wait(RS a), wait(RS b))` became one reduce-scatter.
+    pub const DEDUP: &str = "dedup";
+    /// Transform rule: fused into an opaque communication-compute op.
+    pub const FUSION: &str = "fusion";
+    /// Transform rule: one-to-one copy, recompute copy, retrace, reorder.
+    pub const COPY: &str = "copy";
+}
+
+/// Why a collective has its role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Evidence {
+    /// A stable rule name from [`rules`].
+    pub rule: &'static str,
+    /// Human-readable detail (the metadata location, the ancestor, the members...).
+    pub detail: String,
+}
+
+/// Where a node came from when a transform made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provenance {
+    /// The metadata key that records it (`from_node`, `bucketing_ag_sources`,
+    /// `fsdp_bucket_members`).
+    pub key: String,
+    /// Member node names (or parameter names, for `fsdp_bucket_members`).
+    pub members: Vec<String>,
+    /// The `pass_name` recorded in `from_node`, when any.
+    pub pass_name: Option<String>,
+}
+
+impl Provenance {
+    /// Members are parameter names rather than node names.
+    pub fn by_parameter(&self) -> bool {
+        self.key == "fsdp_bucket_members"
+    }
+}
+
+/// The identity of one collective start node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveIdentity {
+    pub node: NodeId,
+    pub name: String,
+    /// The op name (`all_gather_into_tensor`, `fused_all_gather_matmul`, ...).
+    pub op: String,
+    pub transport: Transport,
+    /// The process group named by the call (`group_name`), else `meta["comm_group"]`.
+    pub group: Option<String>,
+    /// The wait nodes of the collective (through coalesced `getitem`s).
+    pub waits: Vec<NodeId>,
+    pub role: Option<Role>,
+    pub source: Option<Source>,
+    pub producer: Option<String>,
+    pub phase: Phase,
+    pub recomputed: bool,
+    /// The rule that gave the role; `None` when unclassified.
+    pub evidence: Option<Evidence>,
+    /// What the structural heuristics alone say, whatever the final role.
+    pub heuristic: Option<(Role, Evidence)>,
+    /// The transform that made this node, when recorded.
+    pub provenance: Option<Provenance>,
+}
+
+/// A storage release tagged by the FSDP pass (`fsdp_reshard_free*`): not a collective.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryEvent {
+    pub node: NodeId,
+    pub name: String,
+    pub comm_type: String,
+    pub param_name: Option<String>,
+    pub phase: Phase,
+}
+
+/// Stable diagnostic codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Code {
+    /// A payload breaks a validity rule (version, role, source, producer, shape).
+    MalformedPayload,
+    /// A payload's (or comm_type's) role does not fit the node's transport.
+    RoleTransportConflict,
+    /// Two explicit sources on one node disagree (payload vs comm_type, custom vs fallback,
+    /// start vs wait); the first by precedence is used.
+    ExplicitConflict,
+    /// The heuristics claim a different role than the explicit one.
+    HeuristicMismatch,
+    /// A payload found on a wait or coalesced getitem was moved to its start.
+    TagMovedFromWait,
+    /// A bucket's members disagree (role, transport, group, reduction, dtype): no role.
+    MixedRoleBucket,
+    /// Deduplicated reduce-scatters had different roles: the replacement has none.
+    DedupRoleLost,
+    /// A role was dropped by fusion into an opaque op.
+    FusionRoleDropped,
+    /// A transformed node carries a payload that disagrees with its members' identity.
+    CopiedCustomUntrustworthy,
+    /// A bucket's payload could not be checked because its members are not in the dump.
+    BucketUnverified,
+    /// An identity present before a transform is gone after it.
+    IdentityLost,
+    /// An inferred identity was presented as explicit after a transform.
+    InferredUpgraded,
+    /// A collective kept its identity across a transform but changed role.
+    IdentityChanged,
+    /// The reference planner put collectives of different roles in one bucket.
+    PlannerBucketMixedRoles,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::MalformedPayload => "malformed_payload",
+            Code::RoleTransportConflict => "role_transport_conflict",
+            Code::ExplicitConflict => "explicit_conflict",
+            Code::HeuristicMismatch => "heuristic_mismatch",
+            Code::TagMovedFromWait => "tag_moved_from_wait",
+            Code::MixedRoleBucket => "mixed_role_bucket",
+            Code::DedupRoleLost => "dedup_role_lost",
+            Code::FusionRoleDropped => "fusion_role_dropped",
+            Code::CopiedCustomUntrustworthy => "copied_custom_untrustworthy",
+            Code::BucketUnverified => "bucket_unverified",
+            Code::IdentityLost => "identity_lost",
+            Code::InferredUpgraded => "inferred_upgraded",
+            Code::IdentityChanged => "identity_changed",
+            Code::PlannerBucketMixedRoles => "planner_bucket_mixed_roles",
+        }
+    }
+
+    pub const ALL: [Code; 14] = [
+        Code::MalformedPayload,
+        Code::RoleTransportConflict,
+        Code::ExplicitConflict,
+        Code::HeuristicMismatch,
+        Code::TagMovedFromWait,
+        Code::MixedRoleBucket,
+        Code::DedupRoleLost,
+        Code::FusionRoleDropped,
+        Code::CopiedCustomUntrustworthy,
+        Code::BucketUnverified,
+        Code::IdentityLost,
+        Code::InferredUpgraded,
+        Code::IdentityChanged,
+        Code::PlannerBucketMixedRoles,
+    ];
+}
+
+/// A finding about one or more nodes, with the rule it concerns and the evidence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Code,
+    /// Node names (the collective first).
+    pub nodes: Vec<String>,
+    /// The spec rule concerned (a [`rules`] name or a payload field rule like
+    /// `payload.version`).
+    pub rule: String,
+    /// The metadata or structure that shows it.
+    pub evidence: String,
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// Node names once each, in first-mention order (a transformed node may keep the name of
+    /// its first member).
+    pub(crate) fn dedup_nodes(mut self) -> Diagnostic {
+        let mut seen: Vec<String> = Vec::with_capacity(self.nodes.len());
+        for name in self.nodes.drain(..) {
+            if !seen.contains(&name) {
+                seen.push(name);
+            }
+        }
+        self.nodes = seen;
+        self
+    }
+}
+
+/// Counts by source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub explicit: usize,
+    pub inferred: usize,
+    pub unclassified: usize,
+}
+
+impl Counts {
+    pub fn total(&self) -> usize {
+        self.explicit + self.inferred + self.unclassified
+    }
+
+    fn add(&mut self, source: Option<Source>) {
+        match source {
+            Some(Source::Explicit) => self.explicit += 1,
+            Some(Source::Inferred) => self.inferred += 1,
+            None => self.unclassified += 1,
+        }
+    }
+}
+
+/// Coverage: explicit / inferred / unclassified, overall, per role and per process group.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub all: Counts,
+    /// Role name → counts (`unclassified` is always 0 here); FSDP roles first, always present.
+    pub by_role: IndexMap<String, Counts>,
+    /// Process group → counts, sorted by name; collectives without a group under `(unknown)`.
+    pub by_group: IndexMap<String, Counts>,
+}
+
+/// The group key used for collectives whose process group is not known.
+pub const UNKNOWN_GROUP: &str = "(unknown)";
+
+impl Coverage {
+    pub fn of(collectives: &[CollectiveIdentity]) -> Coverage {
+        let mut coverage = Coverage::default();
+        for role in Role::FSDP {
+            coverage
+                .by_role
+                .insert(role.as_str().to_string(), Counts::default());
+        }
+        let mut others: Vec<(String, Option<Source>)> = Vec::new();
+        let mut groups: IndexMap<String, Counts> = IndexMap::new();
+        for c in collectives {
+            coverage.all.add(c.source);
+            if let Some(role) = &c.role {
+                if role.is_fsdp() {
+                    if let Some(counts) = coverage.by_role.get_mut(role.as_str()) {
+                        counts.add(c.source);
+                    }
+                } else {
+                    others.push((role.as_str().to_string(), c.source));
+                }
+            }
+            let group = c.group.clone().unwrap_or_else(|| UNKNOWN_GROUP.to_string());
+            groups.entry(group).or_default().add(c.source);
+        }
+        others.sort_by(|a, b| a.0.cmp(&b.0));
+        for (role, source) in others {
+            coverage.by_role.entry(role).or_default().add(source);
+        }
+        let mut names: Vec<String> = groups.keys().cloned().collect();
+        names.sort_by(|a, b| {
+            (a == UNKNOWN_GROUP)
+                .cmp(&(b == UNKNOWN_GROUP))
+                .then(a.cmp(b))
+        });
+        for name in names {
+            let counts = groups[&name];
+            coverage.by_group.insert(name, counts);
+        }
+        coverage
+    }
+}
+
+/// The identity of every collective of a graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Classification {
+    /// One entry per collective start node (and opaque fused op), in graph order.
+    pub collectives: Vec<CollectiveIdentity>,
+    /// FSDP storage releases (`fsdp_reshard_free*`), shown as memory events.
+    pub memory_events: Vec<MemoryEvent>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub coverage: Coverage,
+}
+
+impl Classification {
+    /// The entry of a node, when it is a collective.
+    pub fn get(&self, node: NodeId) -> Option<&CollectiveIdentity> {
+        self.collectives
+            .binary_search_by_key(&node, |c| c.node)
+            .ok()
+            .map(|i| &self.collectives[i])
+    }
+}

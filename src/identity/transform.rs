@@ -1,0 +1,403 @@
+//! Transform rules: provenance, bucketing, reduce-scatter deduplication, and the identity of
+//! the planner's buckets.
+
+use super::{
+    rules, Classification, Code, CollectiveIdentity, Diagnostic, Provenance, Role, Source,
+    Transport,
+};
+use crate::dump::Node;
+use crate::graph::{target_is_op, Graph, NodeId};
+use crate::planner::BucketPlan;
+use crate::value::PyValue;
+
+/// The producer of the identity of the planner's buckets.
+pub const PLANNER_PRODUCER: &str = "commlens.bucket_planner";
+
+/// Which many-to-one rule applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransformKind {
+    Bucketing,
+    Dedup,
+}
+
+impl TransformKind {
+    pub fn rule(self) -> &'static str {
+        match self {
+            TransformKind::Bucketing => rules::BUCKETING,
+            TransformKind::Dedup => rules::DEDUP,
+        }
+    }
+
+    pub fn noun(self) -> &'static str {
+        match self {
+            TransformKind::Bucketing => "bucket",
+            TransformKind::Dedup => "deduplication",
+        }
+    }
+}
+
+/// The result of a many-to-one rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Combined {
+    pub role: Option<Role>,
+    pub source: Option<Source>,
+    /// Why members with roles produced no role.
+    pub dropped: Option<String>,
+}
+
+/// The transform provenance recorded on a node: `bucketing_*_sources`, else
+/// `fsdp_bucket_members` (two or more parameter names), else `from_node`.
+pub fn read_provenance(node: &Node) -> Option<Provenance> {
+    for (key, value) in &node.meta {
+        if key.starts_with("bucketing_") && key.ends_with("_sources") {
+            let (members, pass_name) = entry_names(value);
+            if !members.is_empty() {
+                return Some(Provenance {
+                    key: key.clone(),
+                    members,
+                    pass_name,
+                });
+            }
+        }
+    }
+    if let Some(PyValue::List(items)) = node.meta("fsdp_bucket_members") {
+        let mut members: Vec<String> = Vec::new();
+        for item in items {
+            if let Some(name) = item.as_str() {
+                if !members.iter().any(|m| m == name) {
+                    members.push(name.to_string());
+                }
+            }
+        }
+        if members.len() >= 2 {
+            return Some(Provenance {
+                key: "fsdp_bucket_members".into(),
+                members,
+                pass_name: None,
+            });
+        }
+    }
+    if let Some(value) = node.meta("from_node") {
+        let (members, pass_name) = entry_names(value);
+        if !members.is_empty() {
+            return Some(Provenance {
+                key: "from_node".into(),
+                members,
+                pass_name,
+            });
+        }
+    }
+    None
+}
+
+/// Names in a provenance list: strings, node references, or `NodeSource` dicts (`name`,
+/// `pass_name`). Distinct, in order; the first `pass_name` found.
+fn entry_names(value: &PyValue) -> (Vec<String>, Option<String>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut pass_name = None;
+    let items: &[PyValue] = match value {
+        PyValue::List(items) => items,
+        other => std::slice::from_ref(other),
+    };
+    for item in items {
+        let name = match item {
+            PyValue::Str(s) => Some(s.as_str()),
+            PyValue::Node(r) => Some(r.name.as_str()),
+            PyValue::Dict(d) => {
+                if pass_name.is_none() {
+                    pass_name = d
+                        .get("pass_name")
+                        .and_then(PyValue::as_str)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string);
+                }
+                match d.get("name") {
+                    Some(PyValue::Str(s)) => Some(s.as_str()),
+                    Some(PyValue::Node(r)) => Some(r.name.as_str()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(name) = name {
+            if !name.is_empty() && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    (names, pass_name)
+}
+
+/// The provenance members that are collectives of the context. By name: nodes of that name
+/// (in the graph itself, the node is not its own member). By parameter (only in another
+/// graph): collectives of the same transport and phase whose `param_name` is a member.
+pub fn resolve_members<'a>(
+    prov: &Provenance,
+    entry: &CollectiveIdentity,
+    ctx_graph: &Graph,
+    ctx: &'a [CollectiveIdentity],
+    external: bool,
+) -> Vec<&'a CollectiveIdentity> {
+    let lookup = |id: NodeId| {
+        ctx.binary_search_by_key(&id, |c| c.node)
+            .ok()
+            .map(|i| &ctx[i])
+    };
+    if prov.by_parameter() {
+        if !external {
+            return Vec::new();
+        }
+        return ctx
+            .iter()
+            .filter(|c| c.transport == entry.transport && c.phase == entry.phase)
+            .filter(|c| {
+                ctx_graph
+                    .node(c.node)
+                    .meta_str("param_name")
+                    .is_some_and(|p| prov.members.iter().any(|m| m == p))
+            })
+            .collect();
+    }
+    prov.members
+        .iter()
+        .filter_map(|name| ctx_graph.find(name))
+        .filter(|&id| external || id != entry.node)
+        .filter_map(lookup)
+        .collect()
+}
+
+/// Deduplication when every member is a reduce-scatter and either the provenance names a
+/// dedup pass or the members' waits meet in one `aten.add`; bucketing otherwise.
+pub fn kind_of(prov: &Provenance, members: &[&CollectiveIdentity], graph: &Graph) -> TransformKind {
+    if members.len() < 2
+        || members
+            .iter()
+            .any(|m| m.transport != Transport::ReduceScatter)
+    {
+        return TransformKind::Bucketing;
+    }
+    let named = prov.key.contains("dedup")
+        || prov
+            .pass_name
+            .as_deref()
+            .is_some_and(|p| p.to_ascii_lowercase().contains("dedup"));
+    if named {
+        return TransformKind::Dedup;
+    }
+    let consumers: Vec<Vec<NodeId>> = members
+        .iter()
+        .map(|m| {
+            let mut all: Vec<NodeId> = m.waits.iter().flat_map(|&w| graph.consumers(w)).collect();
+            all.sort_unstable();
+            all.dedup();
+            all
+        })
+        .collect();
+    let meet = consumers[0].iter().any(|&c| {
+        target_is_op(&graph.node(c).target, "aten", "add")
+            && consumers[1..]
+                .iter()
+                .all(|set| set.binary_search(&c).is_ok())
+    });
+    if meet {
+        TransformKind::Dedup
+    } else {
+        TransformKind::Bucketing
+    }
+}
+
+/// The transform named as the producer of a combined identity.
+pub fn producer_name(kind: TransformKind, prov: &Provenance) -> String {
+    if let Some(pass) = &prov.pass_name {
+        return pass.clone();
+    }
+    match kind {
+        TransformKind::Dedup => "inductor.reduce_scatter_dedup".into(),
+        TransformKind::Bucketing if prov.by_parameter() => {
+            "hyper_parallel.fsdp_pass.bucketing".into()
+        }
+        TransformKind::Bucketing if prov.key.starts_with("bucketing_") => {
+            "inductor.bucketing".into()
+        }
+        TransformKind::Bucketing => "bucketing".into(),
+    }
+}
+
+/// The reduction of a reduce-scatter or all-reduce call.
+fn reduce_op(node: &Node) -> Option<String> {
+    node.kwargs
+        .get("reduce_op")
+        .or_else(|| node.args.get(1))
+        .and_then(PyValue::as_str)
+        .map(str::to_string)
+}
+
+/// The communication dtype: `meta["val"]`'s, else `fsdp_bucket_spec`'s.
+fn dtype(node: &Node) -> Option<String> {
+    let from_tensor = |value: &PyValue| match value {
+        PyValue::Tensor(summary) => summary
+            .as_dict()
+            .and_then(|d| d.get("dtype"))
+            .map(PyValue::py_str),
+        _ => None,
+    };
+    let val = node.meta("val").and_then(|v| match v {
+        PyValue::List(items) => items.first().and_then(from_tensor),
+        other => from_tensor(other),
+    });
+    val.or_else(|| {
+        node.meta("fsdp_bucket_spec")
+            .and_then(PyValue::as_dict)
+            .and_then(|d| d.get("dtype"))
+            .map(PyValue::py_str)
+    })
+}
+
+/// The rule's result for members of `graph`: bucketing keeps a role only when every member
+/// has it with the same transport, group, reduction and dtype; deduplication only when every
+/// member has the same role. `explicit` only when every member was.
+pub fn combine(kind: TransformKind, members: &[&CollectiveIdentity], graph: &Graph) -> Combined {
+    let none = |dropped: Option<String>| Combined {
+        role: None,
+        source: None,
+        dropped,
+    };
+    if members.is_empty() || members.iter().all(|m| m.role.is_none()) {
+        return none(None);
+    }
+    let first = members[0];
+    let roles_agree = members
+        .iter()
+        .all(|m| m.role.is_some() && m.role == first.role);
+    if !roles_agree {
+        let listed = members
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}: {}",
+                    m.name,
+                    m.role.as_ref().map(Role::as_str).unwrap_or("unclassified")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        return none(Some(format!("roles differ: {listed}")));
+    }
+    if kind == TransformKind::Bucketing {
+        let differs = |what: &str, values: Vec<Option<String>>| -> Option<String> {
+            let known: Vec<&String> = values.iter().flatten().collect();
+            let mixed = known.windows(2).any(|w| w[0] != w[1])
+                || (what == "process group" && known.len() != values.len() && !known.is_empty());
+            mixed.then(|| {
+                let listed = members
+                    .iter()
+                    .zip(&values)
+                    .map(|(m, v)| format!("{}: {}", m.name, v.as_deref().unwrap_or("?")))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!("{what}s differ: {listed}")
+            })
+        };
+        let checks = [
+            differs(
+                "transport",
+                members
+                    .iter()
+                    .map(|m| Some(m.transport.as_str().to_string()))
+                    .collect(),
+            ),
+            differs(
+                "process group",
+                members.iter().map(|m| m.group.clone()).collect(),
+            ),
+            differs(
+                "reduction",
+                members
+                    .iter()
+                    .map(|m| reduce_op(graph.node(m.node)))
+                    .collect(),
+            ),
+            differs(
+                "dtype",
+                members.iter().map(|m| dtype(graph.node(m.node))).collect(),
+            ),
+        ];
+        if let Some(reason) = checks.into_iter().flatten().next() {
+            return none(Some(reason));
+        }
+    }
+    let all_explicit = members.iter().all(|m| m.source == Some(Source::Explicit));
+    Combined {
+        role: first.role.clone(),
+        source: Some(if all_explicit {
+            Source::Explicit
+        } else {
+            Source::Inferred
+        }),
+        dropped: None,
+    }
+}
+
+/// The identity of one of the planner's buckets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketIdentity {
+    pub bucket_id: String,
+    /// Member launch nodes, in the plan's member order.
+    pub members: Vec<NodeId>,
+    pub role: Option<Role>,
+    pub source: Option<Source>,
+    /// [`PLANNER_PRODUCER`] when the bucket has a role.
+    pub producer: Option<String>,
+}
+
+/// The identity of each bucket of the plan, by the bucketing rule over its members'
+/// identities, and a `planner_bucket_mixed_roles` diagnostic where the reference planner's
+/// compatibility key put collectives of different roles together (the plan is unchanged).
+pub fn bucket_identities(
+    graph: &Graph,
+    classification: &Classification,
+    plan: &BucketPlan,
+) -> (Vec<BucketIdentity>, Vec<Diagnostic>) {
+    let mut buckets = Vec::new();
+    let mut diagnostics = Vec::new();
+    for bucket in &plan.buckets {
+        let members: Vec<&CollectiveIdentity> = bucket
+            .members
+            .iter()
+            .filter_map(|m| classification.get(m.launch))
+            .collect();
+        let combined = combine(TransformKind::Bucketing, &members, graph);
+        if let Some(reason) = &combined.dropped {
+            diagnostics.push(Diagnostic {
+                code: Code::PlannerBucketMixedRoles,
+                nodes: members.iter().map(|m| m.name.clone()).collect(),
+                rule: rules::BUCKETING.into(),
+                evidence: members
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            "{}: {} ({})",
+                            m.name,
+                            m.role.as_ref().map(Role::as_str).unwrap_or("unclassified"),
+                            m.source.map(Source::as_str).unwrap_or("-")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message: format!(
+                    "planner bucket {} mixes roles under the reference's compatibility key \
+                     ({reason}); the bucket has no role (the plan itself is the reference's)",
+                    bucket.bucket_id
+                ),
+            });
+        }
+        buckets.push(BucketIdentity {
+            bucket_id: bucket.bucket_id.clone(),
+            members: bucket.members.iter().map(|m| m.launch).collect(),
+            producer: combined.role.as_ref().map(|_| PLANNER_PRODUCER.to_string()),
+            role: combined.role,
+            source: combined.source,
+        });
+    }
+    (buckets, diagnostics)
+}
