@@ -8,14 +8,16 @@
 //! the next node that could stop it, so planning grows near-linearly with graph size.
 
 pub mod args;
+mod buckets;
+mod candidates;
 pub mod report;
 
-use crate::dump::Op;
-use crate::graph::{is_free_tensor_storage, is_op, Graph, NodeId};
+pub use candidates::is_torch_device;
+
+use crate::graph::{Graph, NodeId};
 use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The collective kinds the planner buckets (`_KINDS`), by `comm_type` tag.
@@ -470,28 +472,31 @@ pub fn plan_validated(graph: &Graph, args: &ValidatedArgs) -> BucketPlan {
 /// once, so each re-plan only does the argument-dependent work.
 pub struct Planner<'g> {
     graph: &'g Graph,
-    barriers: Barriers,
-    /// Nodes whose `comm_type` is a planned kind, in graph order.
-    tagged: Vec<(NodeId, CollectiveKind)>,
+    barriers: buckets::Barriers,
+    /// Nodes whose `comm_type` is a planned kind, in graph order, with their local checks.
+    tagged: Vec<candidates::TaggedCollective>,
+    /// Distinct parameter names of the tagged collectives.
+    param_names: Vec<Arc<str>>,
     signature: String,
 }
 
 impl<'g> Planner<'g> {
     pub fn new(graph: &'g Graph) -> Planner<'g> {
-        let tagged = graph
-            .nodes()
-            .iter()
-            .enumerate()
-            .filter_map(|(id, node)| {
-                let kind = CollectiveKind::from_comm_type(node.meta_str("comm_type")?)?;
-                Some((id, kind))
-            })
-            .collect();
+        let t = std::time::Instant::now();
+        let (tagged, param_names) = candidates::prepare(graph);
+        let t1 = t.elapsed();
+        let barriers = buckets::Barriers::new(graph);
+        let t2 = t.elapsed();
+        let signature = report::graph_signature(graph);
+        if std::env::var_os("COMMLENS_TRACE").is_some() {
+            eprintln!("prepare {:?} barriers {:?} signature {:?}", t1, t2 - t1, t.elapsed() - t2);
+        }
         Planner {
             graph,
-            barriers: Barriers::new(graph),
+            barriers,
             tagged,
-            signature: report::graph_signature(graph),
+            param_names,
+            signature,
         }
     }
 
@@ -513,8 +518,8 @@ impl<'g> Planner<'g> {
 
 fn plan_prepared(planner: &Planner<'_>, args: &ValidatedArgs) -> BucketPlan {
     let graph = planner.graph;
-    let scan = scan_collectives(graph, &planner.tagged, args);
-    let ScanResult {
+    let scan = candidates::scan(&planner.tagged, &planner.param_names, args);
+    let candidates::ScanResult {
         candidates,
         wire,
         scopes,
@@ -522,9 +527,10 @@ fn plan_prepared(planner: &Planner<'_>, args: &ValidatedArgs) -> BucketPlan {
         tagged_count,
     } = scan;
     let candidate_count = candidates.len();
-    let mut buckets = physical_buckets(
+    let mut buckets = buckets::physical_buckets(
         graph,
         &planner.barriers,
+        &planner.tagged,
         candidates,
         &args.policy,
         &mut decisions,
@@ -534,7 +540,7 @@ fn plan_prepared(planner: &Planner<'_>, args: &ValidatedArgs) -> BucketPlan {
         bucket.bucket_id = format!("{}:bucket_{index}", &signature[..12]);
     }
     let unmatched_module_paths = if args.module_plans.is_some() {
-        unmatched_module_paths(&scopes)
+        candidates::unmatched_module_paths(&scopes, &planner.param_names)
     } else {
         Vec::new()
     };
@@ -551,7 +557,7 @@ fn plan_prepared(planner: &Planner<'_>, args: &ValidatedArgs) -> BucketPlan {
     }
     let summary = Summary {
         tagged_collectives: tagged_count,
-        selected_parameters: scopes.iter().map(|s| s.names.len()).sum(),
+        selected_parameters: scopes.iter().map(|s| s.params.len()).sum(),
         selected_collectives: scopes.iter().map(|s| s.collectives).sum(),
         candidate_collectives: candidate_count,
         buckets: buckets.len(),
@@ -572,769 +578,9 @@ fn plan_prepared(planner: &Planner<'_>, args: &ValidatedArgs) -> BucketPlan {
     }
 }
 
-/// A module scope seen while scanning: the group's FQNs and the parameters it selected.
-struct ScopeEntry<'g> {
-    fqns: Arc<[String]>,
-    first: Arc<str>,
-    /// Parameter names in first-seen order.
-    names: Vec<&'g str>,
-    name_set: HashSet<&'g str>,
-    /// Tagged collectives of this scope.
-    collectives: usize,
-}
-
-impl<'g> ScopeEntry<'g> {
-    fn new(fqns: Vec<String>) -> ScopeEntry<'g> {
-        ScopeEntry {
-            first: Arc::from(fqns[0].as_str()),
-            fqns: Arc::from(fqns),
-            names: Vec::new(),
-            name_set: HashSet::new(),
-            collectives: 0,
-        }
-    }
-}
-
-struct ScanResult<'g> {
-    candidates: Vec<Candidate>,
-    wire: IndexMap<String, Vec<WireRecord>>,
-    scopes: Vec<ScopeEntry<'g>>,
-    decisions: Vec<Decision>,
-    tagged_count: usize,
-}
-
-/// Shared, reference-counted strings the candidates point to, one per distinct value.
-struct Interned {
-    groups: HashMap<String, (Arc<str>, Arc<[i128]>)>,
-    devices: HashMap<String, Arc<str>>,
-}
-
-impl Interned {
-    fn device(&mut self, device: &str) -> Arc<str> {
-        if let Some(shared) = self.devices.get(device) {
-            return shared.clone();
-        }
-        let shared: Arc<str> = Arc::from(device);
-        self.devices.insert(device.to_string(), shared.clone());
-        shared
-    }
-}
-
-/// `_scan_collectives`: wire records, skip decisions and candidates, in graph order.
-fn scan_collectives<'g>(
-    graph: &'g Graph,
-    tagged: &[(NodeId, CollectiveKind)],
-    args: &ValidatedArgs,
-) -> ScanResult<'g> {
-    let mut decisions = Vec::new();
-    let mut candidates = Vec::new();
-    let mut wire: IndexMap<String, Vec<WireRecord>> = args
-        .groups
-        .keys()
-        .map(|g| (g.clone(), Vec::new()))
-        .collect();
-    let mut interned = Interned {
-        groups: args
-            .groups
-            .iter()
-            .map(|(g, ranks)| {
-                let shared: (Arc<str>, Arc<[i128]>) = (Arc::from(g.as_str()), Arc::from(ranks.as_slice()));
-                (g.clone(), shared)
-            })
-            .collect(),
-        devices: HashMap::new(),
-    };
-    // With module plans, scope `i` is plan group `i`; without, scopes are parent modules
-    // (or `<parameter:NAME>`), found by name.
-    let mut scopes: Vec<ScopeEntry<'g>> = args
-        .module_plans
-        .iter()
-        .flatten()
-        .map(|group| ScopeEntry::new(group.clone()))
-        .collect();
-    let mut scope_by_name: HashMap<String, usize> = HashMap::new();
-    let module_index = args.module_plans.as_ref().map(args::ModuleIndex::new);
-    let mut tagged_count = 0;
-    let mut scratch = ConsumerScratch::default();
-    for &(id, kind) in tagged {
-        let node = graph.node(id);
-        tagged_count += 1;
-        let name = node
-            .meta("param_name")
-            .and_then(PyValue::as_str)
-            .filter(|n| !n.is_empty());
-        let scope = name.and_then(|name| match &module_index {
-            Some(index) => index.group_of(name),
-            None => {
-                let parent = name.rsplit_once('.').map_or("", |(head, _)| head);
-                if let Some(&slot) = scope_by_name.get(parent).filter(|_| !parent.is_empty()) {
-                    return Some(slot);
-                }
-                let key = if parent.is_empty() {
-                    format!("<parameter:{name}>")
-                } else {
-                    parent.to_string()
-                };
-                Some(*scope_by_name.entry(key).or_insert_with_key(|key| {
-                    scopes.push(ScopeEntry::new(vec![key.clone()]));
-                    scopes.len() - 1
-                }))
-            }
-        });
-        if let (Some(slot), Some(name)) = (scope, name) {
-            let entry = &mut scopes[slot];
-            if entry.name_set.insert(name) {
-                entry.names.push(name);
-            }
-            entry.collectives += 1;
-        }
-        if let Some(PyValue::Str(group)) = node.args.last() {
-            if let Some(records) = wire.get_mut(group) {
-                records.push(WireRecord { node: id });
-            }
-        }
-        let outcome = if !args.supported_mode {
-            Err(Reason::UnsupportedParallelMode)
-        } else {
-            let scope = scope.map(|slot| &scopes[slot]);
-            candidate(graph, id, kind, scope, args, &mut interned, &mut scratch)
-        };
-        match outcome {
-            Ok(candidate) => candidates.push(candidate),
-            Err(reason) => decisions.push(Decision {
-                node: id,
-                previous_node: None,
-                action: Action::Skip,
-                reason,
-            }),
-        }
-    }
-    ScanResult {
-        candidates,
-        wire,
-        scopes,
-        decisions,
-        tagged_count,
-    }
-}
-
-/// `_signature_reason`.
-fn signature_reason(
-    node: &crate::dump::Node,
-    kind: CollectiveKind,
-    groups: &IndexMap<String, Vec<i128>>,
-) -> Option<Reason> {
-    let backward = node.meta_flag("autograd_backward");
-    if backward != (kind != CollectiveKind::AllGather) {
-        return Some(Reason::PhaseMismatch);
-    }
-    let arity = if kind.is_reduce_scatter() { 4 } else { 3 };
-    if !node.kwargs.is_empty() || node.args.len() != arity {
-        return Some(Reason::UnsupportedSignature);
-    }
-    let (source, group) = (&node.args[0], &node.args[arity - 1]);
-    let group = match (source, group) {
-        (PyValue::Node(_), PyValue::Str(group)) if groups.contains_key(group) => group,
-        _ => return Some(Reason::UnknownProcessGroup),
-    };
-    match node.args[arity - 2].static_int() {
-        Some(degree) if degree > 1 && degree == groups[group].len() as i128 => {}
-        _ => return Some(Reason::GroupSizeMismatch),
-    }
-    if let Some(comm_group) = node.meta("comm_group") {
-        if !comm_group.py_eq(&PyValue::Str(group.clone())) {
-            return Some(Reason::GroupMetadataMismatch);
-        }
-    }
-    let name_ok = node
-        .meta("param_name")
-        .and_then(PyValue::as_str)
-        .is_some_and(|n| !n.is_empty());
-    let index_ok = node
-        .meta("state_idx")
-        .and_then(PyValue::static_int)
-        .is_some_and(|i| i >= 0);
-    if !name_ok || !index_ok {
-        return Some(Reason::MissingParameterIdentity);
-    }
-    None
-}
-
-/// A static shape: a non-empty list of positive ints.
-fn static_shape(value: Option<&PyValue>) -> Option<Vec<i128>> {
-    let items = value?.as_list()?;
-    if items.is_empty() {
-        return None;
-    }
-    items
-        .iter()
-        .map(|d| d.static_int().filter(|d| *d > 0))
-        .collect()
-}
-
-const PLANNED_DTYPES: [&str; 4] = [
-    "torch.float16",
-    "torch.bfloat16",
-    "torch.float32",
-    "torch.float64",
-];
-
-/// `_layout_reason`, returning the parsed layout when it is packable.
-fn layout(
-    kind: CollectiveKind,
-    degree: i128,
-    spec: &IndexMap<String, PyValue>,
-) -> Result<(Vec<i128>, Vec<i128>, &'static str, &str), Reason> {
-    let input = static_shape(spec.get("input_shape"));
-    let output = static_shape(spec.get("output_shape"));
-    let (Some(input), Some(output)) = (input, output) else {
-        return Err(Reason::UnknownOrDynamicShape);
-    };
-    let dtype = match spec.get("dtype") {
-        Some(PyValue::Dtype(d)) => match PLANNED_DTYPES.iter().find(|p| **p == d.as_str()) {
-            Some(planned) => *planned,
-            None => return Err(Reason::UnsupportedDtype),
-        },
-        _ => return Err(Reason::UnsupportedDtype),
-    };
-    let device = match spec.get("device") {
-        Some(PyValue::Str(d)) if is_torch_device(d) => d.as_str(),
-        _ => return Err(Reason::UnknownDevice),
-    };
-    let (smaller, larger) = if kind.is_reduce_scatter() {
-        (&output, &input)
-    } else {
-        (&input, &output)
-    };
-    let expected_dim0 = smaller[0].checked_mul(degree);
-    let matches = larger.len() == smaller.len()
-        && expected_dim0 == Some(larger[0])
-        && larger[1..] == smaller[1..];
-    if !matches {
-        return Err(Reason::InvalidDim0Layout);
-    }
-    Ok((input, output, dtype, device))
-}
-
-/// Device types `torch.device(str)` accepts (`c10::Device` parsing).
-const DEVICE_TYPES: &[&str] = &[
-    "cpu",
-    "cuda",
-    "ipu",
-    "xpu",
-    "mkldnn",
-    "opengl",
-    "opencl",
-    "ideep",
-    "hip",
-    "ve",
-    "fpga",
-    "maia",
-    "xla",
-    "lazy",
-    "vulkan",
-    "mps",
-    "meta",
-    "hpu",
-    "mtia",
-    "privateuseone",
-];
-
-/// Whether `torch.device(text)` succeeds: `type` or `type:index`, the type a known device
-/// type, the index decimal without leading zeros, fitting a device index.
-pub fn is_torch_device(text: &str) -> bool {
-    let (kind, index) = match text.split_once(':') {
-        Some((kind, index)) => (kind, Some(index)),
-        None => (text, None),
-    };
-    if !DEVICE_TYPES.contains(&kind) {
-        return false;
-    }
-    match index {
-        None => true,
-        Some(index) => {
-            !index.is_empty()
-                && index.bytes().all(|b| b.is_ascii_digit())
-                && (index == "0" || !index.starts_with('0'))
-                // c10::DeviceIndex is an int8: larger indices wrap and fail validation.
-                && index.parse::<u32>().is_ok_and(|i| i <= i8::MAX as u32)
-        }
-    }
-}
-
-/// `_candidate`: a bucketable collective, or why it is skipped.
-fn candidate(
-    graph: &Graph,
-    id: NodeId,
-    kind: CollectiveKind,
-    scope: Option<&ScopeEntry<'_>>,
-    args: &ValidatedArgs,
-    interned: &mut Interned,
-    scratch: &mut ConsumerScratch,
-) -> Result<Candidate, Reason> {
-    let node = graph.node(id);
-    if !is_op(node, "_c10d_functional", kind.op()) || node.meta_flag("fsdp_bucket_members") {
-        return Err(Reason::UnsupportedOrAlreadyBucketed);
-    }
-    if let Some(reason) = signature_reason(node, kind, &args.groups) {
-        return Err(reason);
-    }
-    let arity = node.args.len();
-    let degree = node.args[arity - 2].static_int().unwrap_or_default();
-    let empty = IndexMap::new();
-    // The reference calls `.get` on the spec; a non-dict spec is read as empty here.
-    let spec = node
-        .meta("fsdp_bucket_spec")
-        .and_then(PyValue::as_dict)
-        .unwrap_or(&empty);
-    let (input_shape, output_shape, dtype, device) = layout(kind, degree, spec)?;
-    let waits = graph.users(id);
-    if waits.len() != 1 || !graph.is_wait(waits[0]) {
-        return Err(Reason::UnsupportedWaitUsers);
-    }
-    let wait = waits[0];
-    let Some(consumers) = scratch.summarise(graph, wait) else {
-        return Err(Reason::NoConsumer);
-    };
-    let mut reduce_op = None;
-    if kind.is_reduce_scatter() {
-        match node.args[1].as_str() {
-            Some("sum") => reduce_op = Some("sum"),
-            Some("avg") => reduce_op = Some("avg"),
-            _ => return Err(Reason::UnsupportedReduceOp),
-        }
-        if !consumers.all_output {
-            return Err(Reason::NonOutputRsConsumer);
-        }
-    }
-    let Some(scope) = scope else {
-        return Err(Reason::OutsideModulePlan);
-    };
-    let group_name = node.args[arity - 1].as_str().unwrap_or_default();
-    let (group, ranks) = match interned.groups.get(group_name) {
-        Some(shared) => shared.clone(),
-        None => (Arc::from(group_name), Arc::from(Vec::new())),
-    };
-    let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
-    Ok(Candidate {
-        launch: id,
-        wait,
-        source,
-        param_name: node.meta_str("param_name").unwrap_or_default().to_string(),
-        state_idx: node
-            .meta("state_idx")
-            .and_then(PyValue::static_int)
-            .unwrap_or_default(),
-        kind,
-        backward: node.meta_flag("autograd_backward"),
-        scope: scope.first.clone(),
-        module_fqns: scope.fqns.clone(),
-        group,
-        ranks,
-        dtype,
-        device: interned.device(device),
-        input_shape,
-        output_shape,
-        ready: source,
-        first_use: consumers.first,
-        reduce_op,
-    })
-}
-
-/// What the planner needs of a wait's real consumers (`_consumers`), found without
-/// allocating per collective.
-struct ConsumerSummary {
-    /// The earliest consumer's graph position.
-    first: NodeId,
-    /// Whether every consumer is the graph output.
-    all_output: bool,
-}
-
-#[derive(Default)]
-struct ConsumerScratch {
-    stack: Vec<NodeId>,
-    seen: HashSet<NodeId>,
-}
-
-impl ConsumerScratch {
-    /// `None` when nothing reads the waited result.
-    fn summarise(&mut self, graph: &Graph, wait: NodeId) -> Option<ConsumerSummary> {
-        self.stack.clear();
-        self.seen.clear();
-        self.stack.push(wait);
-        let mut first = None::<NodeId>;
-        let mut all_output = true;
-        while let Some(current) = self.stack.pop() {
-            for &user in graph.users(current) {
-                if graph.is_view(user) {
-                    if user != wait && self.seen.insert(user) {
-                        self.stack.push(user);
-                    }
-                } else {
-                    first = Some(first.map_or(user, |f| f.min(user)));
-                    all_output &= graph.node(user).op == Op::Output;
-                }
-            }
-        }
-        first.map(|first| ConsumerSummary { first, all_output })
-    }
-}
-
-/// Per-node facts the split checks need, computed once per plan.
-struct Barriers {
-    /// `comm_type` is a reshard free.
-    free_tagged: Vec<bool>,
-    /// Next node at or after `i` that could stop a bucket of the given phase
-    /// (`[forward, backward]`); `len` when there is none.
-    next_stop: [Vec<usize>; 2],
-    /// `bool(meta.autograd_backward)` for nodes that take part in the phase check.
-    phase: Vec<Option<bool>>,
-}
-
-impl Barriers {
-    fn new(graph: &Graph) -> Barriers {
-        let n = graph.len();
-        let mut free_tagged = vec![false; n];
-        let mut phase = vec![None; n];
-        let mut next_stop = [vec![n; n + 1], vec![n; n + 1]];
-        for i in (0..n).rev() {
-            let node = graph.node(i);
-            free_tagged[i] = node
-                .meta_str("comm_type")
-                .is_some_and(|t| FREE_TAGS.contains(&t));
-            if !matches!(node.op, Op::Placeholder | Op::GetAttr | Op::Output) {
-                phase[i] = Some(node.meta_flag("autograd_backward"));
-            }
-            let effect_or_collective =
-                free_tagged[i] || graph.is_barrier(i) || graph.is_collective(i);
-            for (slot, backward) in [false, true].into_iter().enumerate() {
-                let other_phase = phase[i].is_some_and(|p| p != backward);
-                next_stop[slot][i] = if effect_or_collective || other_phase {
-                    i
-                } else {
-                    next_stop[slot][i + 1]
-                };
-            }
-        }
-        Barriers {
-            free_tagged,
-            next_stop,
-            phase,
-        }
-    }
-}
-
-/// The bucket being filled, with what its split checks need kept up to date.
-struct OpenBucket {
-    members: Vec<Candidate>,
-    param_names: HashSet<String>,
-    state_indices: HashSet<i128>,
-    size_bytes: u128,
-    launches: HashSet<NodeId>,
-    waits: HashSet<NodeId>,
-    preparations: HashSet<NodeId>,
-    /// Nodes before this position have been checked against the bucket.
-    scanned_to: NodeId,
-}
-
-impl OpenBucket {
-    fn new(graph: &Graph, first: Candidate) -> OpenBucket {
-        let mut bucket = OpenBucket {
-            members: Vec::new(),
-            param_names: HashSet::new(),
-            state_indices: HashSet::new(),
-            size_bytes: 0,
-            launches: HashSet::new(),
-            waits: HashSet::new(),
-            preparations: HashSet::new(),
-            scanned_to: 0,
-        };
-        bucket.start(graph, first);
-        bucket
-    }
-
-    /// Empties the bucket (keeping its allocations) and opens it with `first`.
-    fn start(&mut self, graph: &Graph, first: Candidate) {
-        self.members.clear();
-        self.param_names.clear();
-        self.state_indices.clear();
-        self.size_bytes = 0;
-        self.launches.clear();
-        self.waits.clear();
-        self.preparations.clear();
-        self.scanned_to = first.launch + 1;
-        let preparation = preparation_of(graph, &first);
-        self.push(first, preparation);
-    }
-
-    fn push(&mut self, candidate: Candidate, preparation: Vec<NodeId>) {
-        self.param_names.insert(candidate.param_name.clone());
-        self.state_indices.insert(candidate.state_idx);
-        self.size_bytes = self.size_bytes.saturating_add(candidate.size_bytes());
-        self.launches.insert(candidate.launch);
-        self.waits.insert(candidate.wait);
-        self.preparations.extend(preparation);
-        self.scanned_to = self.scanned_to.max(candidate.launch);
-        self.members.push(candidate);
-    }
-
-    /// `_membership_reason`.
-    fn membership_reason(&self, candidate: &Candidate, policy: &BucketPolicy) -> Option<Reason> {
-        let last = self.members.last()?;
-        if !last.same_key(candidate) {
-            return Some(Reason::IncompatibleKey);
-        }
-        if self.param_names.contains(&candidate.param_name)
-            || self.state_indices.contains(&candidate.state_idx)
-        {
-            return Some(Reason::RepeatedParameterInstance);
-        }
-        if let Some(cap) = policy.cap_bytes {
-            if self.size_bytes.saturating_add(candidate.size_bytes()) > cap {
-                return Some(Reason::Capacity);
-            }
-        }
-        None
-    }
-
-    /// `_window_reason`.
-    fn window_reason(&self, candidate: &Candidate, policy: &BucketPolicy) -> Option<Reason> {
-        let all = || self.members.iter().chain(std::iter::once(candidate));
-        let span = |values: &mut dyn Iterator<Item = usize>| {
-            let (mut lo, mut hi) = (usize::MAX, 0);
-            for v in values {
-                lo = lo.min(v);
-                hi = hi.max(v);
-            }
-            (lo, hi)
-        };
-        let (ready_lo, ready_hi) = span(&mut all().map(|m| m.ready));
-        let (use_lo, use_hi) = span(&mut all().map(|m| m.first_use));
-        if let Some(limit) = policy.max_input_distance {
-            if (ready_hi - ready_lo) as u128 > limit {
-                return Some(Reason::InputDistance);
-            }
-        }
-        if let Some(limit) = policy.max_consumer_distance {
-            if (use_hi - use_lo) as u128 > limit {
-                return Some(Reason::ConsumerDistance);
-            }
-        }
-        // Only immutable result views may move after the latest input; real consumers
-        // (including frees) must stay after that insertion point.
-        if ready_hi >= use_lo {
-            return Some(Reason::DependencyConflict);
-        }
-        None
-    }
-
-    /// `_intervening_reason` over the nodes this bucket has not yet passed. Nodes already
-    /// passed cannot stop it now: every exemption only grows as members join, and the phase
-    /// and kind are part of the compatibility key.
-    fn intervening_reason(
-        &self,
-        graph: &Graph,
-        barriers: &Barriers,
-        candidate: &Candidate,
-        preparation: &[NodeId],
-    ) -> Option<Reason> {
-        let slot = candidate.backward as usize;
-        let mut i = barriers.next_stop[slot][self.scanned_to.min(graph.len())];
-        while i < candidate.launch {
-            if let Some(reason) = self.stop_reason(graph, barriers, candidate, preparation, i) {
-                return Some(reason);
-            }
-            i = barriers.next_stop[slot][i + 1];
-        }
-        None
-    }
-
-    /// The reference's per-node test, in its order.
-    fn stop_reason(
-        &self,
-        graph: &Graph,
-        barriers: &Barriers,
-        candidate: &Candidate,
-        preparation: &[NodeId],
-        i: NodeId,
-    ) -> Option<Reason> {
-        if self.preparations.contains(&i) || preparation.contains(&i) {
-            // Only these default, private RS layout nodes are known pure here.
-            return None;
-        }
-        if barriers.free_tagged[i] {
-            // Copy-out preserves each member's storage and free point: only that exact
-            // materialization may be crossed.
-            if !self.owns_free(graph, candidate, i) {
-                return Some(Reason::EffectOrStorageRelease);
-            }
-        } else if graph.is_barrier(i) {
-            return Some(Reason::EffectOrStorageRelease);
-        }
-        if graph.is_collective(i) && !self.launches.contains(&i) && i != candidate.launch {
-            return Some(Reason::InterveningCollective);
-        }
-        if barriers.phase[i].is_some_and(|p| p != candidate.backward) {
-            return Some(Reason::PhaseBoundary);
-        }
-        None
-    }
-
-    /// `_owned_free`: the node frees exactly one member's waited result.
-    fn owns_free(&self, graph: &Graph, candidate: &Candidate, i: NodeId) -> bool {
-        let node = graph.node(i);
-        !candidate.kind.is_reduce_scatter()
-            && is_free_tensor_storage(node)
-            && node.kwargs.is_empty()
-            && node.args.len() == 1
-            && crate::dump::node_index(&node.args[0])
-                .is_some_and(|w| self.waits.contains(&w) || w == candidate.wait)
-    }
-
-    /// `_finalize_bucket`: members in `(state_idx, param_name)` order.
-    fn finish(&mut self) -> Bucket {
-        let mut members = std::mem::take(&mut self.members);
-        members.sort_by(|a, b| (a.state_idx, &a.param_name).cmp(&(b.state_idx, &b.param_name)));
-        Bucket {
-            bucket_id: String::new(),
-            members,
-        }
-    }
-}
-
-fn preparation_of(graph: &Graph, candidate: &Candidate) -> Vec<NodeId> {
-    if candidate.kind.is_reduce_scatter() {
-        graph.rs_layout_preparation(candidate.launch)
-    } else {
-        Vec::new()
-    }
-}
-
-/// `_physical_buckets`: group by compatibility key, then cut where a split reason appears.
-fn physical_buckets(
-    graph: &Graph,
-    barriers: &Barriers,
-    candidates: Vec<Candidate>,
-    policy: &BucketPolicy,
-    decisions: &mut Vec<Decision>,
-) -> Vec<Bucket> {
-    let mut compatible: IndexMap<CompatibilityKey, Vec<Candidate>> = IndexMap::new();
-    for candidate in candidates {
-        compatible
-            .entry(candidate.key())
-            .or_default()
-            .push(candidate);
-    }
-    let mut buckets = Vec::new();
-    let mut open: Option<OpenBucket> = None;
-    for group in compatible.into_values() {
-        let mut filling = false;
-        for candidate in group {
-            let oversized = policy
-                .cap_bytes
-                .is_some_and(|cap| candidate.size_bytes() > cap);
-            let launch = candidate.launch;
-            match open.as_mut() {
-                None => open = Some(OpenBucket::new(graph, candidate)),
-                Some(bucket) if !filling => bucket.start(graph, candidate),
-                Some(bucket) => {
-                    let preparation = preparation_of(graph, &candidate);
-                    let reason = bucket
-                        .membership_reason(&candidate, policy)
-                        .or_else(|| bucket.window_reason(&candidate, policy))
-                        .or_else(|| {
-                            bucket.intervening_reason(graph, barriers, &candidate, &preparation)
-                        });
-                    match reason {
-                        Some(reason) => {
-                            let previous = bucket.members.last().map(|m| m.launch);
-                            buckets.push(bucket.finish());
-                            decisions.push(Decision {
-                                node: launch,
-                                previous_node: previous,
-                                action: Action::Split,
-                                reason,
-                            });
-                            bucket.start(graph, candidate);
-                        }
-                        None => bucket.push(candidate, preparation),
-                    }
-                }
-            }
-            filling = true;
-            if oversized {
-                decisions.push(Decision {
-                    node: launch,
-                    previous_node: None,
-                    action: Action::Singleton,
-                    reason: Reason::Oversized,
-                });
-            }
-        }
-        if filling {
-            if let Some(bucket) = open.as_mut() {
-                buckets.push(bucket.finish());
-            }
-        }
-    }
-    // Model declaration order never silently reorders the collective stream.
-    buckets.sort_by_key(Bucket::first_launch);
-    buckets
-}
-
-/// `_unmatched_module_paths`: scope paths that selected no parameter.
-fn unmatched_module_paths(scopes: &[ScopeEntry<'_>]) -> Vec<String> {
-    let mut unmatched = Vec::new();
-    for scope in scopes {
-        for path in scope.fqns.iter() {
-            let matched = scope.names.iter().any(|name| {
-                name.strip_prefix(path.as_str())
-                    .is_some_and(|rest| rest.starts_with('.'))
-            });
-            if !matched {
-                unmatched.push(path.clone());
-            }
-        }
-    }
-    unmatched
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn torch_device_strings() {
-        for ok in ["cpu", "cuda", "cuda:0", "cuda:7", "hpu:3", "meta", "xla:1"] {
-            assert!(is_torch_device(ok), "{ok}");
-        }
-        for bad in [
-            "gpu:0", "cuda:01", "cuda:", "", "cuda:-1", "cuda:0:1", "CUDA", "cuda:300",
-        ] {
-            assert!(!is_torch_device(bad), "{bad}");
-        }
-    }
-
-    /// `incompatible_key` cannot be reached through `plan` (candidates are grouped by key
-    /// first), so the membership check is exercised directly.
-    #[test]
-    fn membership_rejects_an_incompatible_key_first() {
-        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec { layers: 1, degree: 2, hidden: 8 });
-        let graph = Graph::new(crate::read_dump(text.as_bytes()).unwrap());
-        let validated = args::validate(&crate::resolve_args(&graph, None), &graph.dump.modules).unwrap();
-        let planner = Planner::new(&graph);
-        let scan = scan_collectives(&graph, &planner.tagged, &validated);
-        let forward = scan.candidates.iter().find(|c| c.kind == CollectiveKind::AllGather).unwrap();
-        let mut other = forward.clone();
-        other.dtype = "torch.bfloat16".into();
-        other.param_name = "other".into();
-        other.state_idx = 999;
-        let open = OpenBucket::new(&graph, forward.clone());
-        assert_eq!(open.membership_reason(&other, &BucketPolicy::default()), Some(Reason::IncompatibleKey));
-        let mut repeated = forward.clone();
-        repeated.launch += 1;
-        assert_eq!(open.membership_reason(&repeated, &BucketPolicy::default()), Some(Reason::RepeatedParameterInstance));
-    }
 
     #[test]
     fn reasons_round_trip_and_count() {

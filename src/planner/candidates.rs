@@ -1,0 +1,554 @@
+//! From tagged collectives to candidates (`_scan_collectives`, `_candidate`).
+//!
+//! Every check of `_candidate` that does not depend on the planner's arguments is made once
+//! per graph ([`TaggedCollective::prepare`]); a plan then only applies the argument-dependent
+//! ones (group ranks, module plans, parallel mode) to a compact array, in the reference's order.
+
+use super::args::{self, ValidatedArgs};
+use super::{Action, Candidate, CollectiveKind, Decision, Reason, WireRecord};
+use crate::dump::{Node, Op};
+use crate::graph::{is_op, Graph, NodeId};
+use crate::value::PyValue;
+use indexmap::IndexMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// What a tagged collective is, as far as the planner's arguments do not matter.
+#[derive(Clone, Debug)]
+pub(crate) struct TaggedCollective {
+    pub node: NodeId,
+    pub kind: CollectiveKind,
+    /// `meta["param_name"]` when a non-empty `str`.
+    pub param_name: Option<Arc<str>>,
+    /// Index of `param_name` among the graph's distinct parameter names.
+    pub param_id: Option<usize>,
+    /// `node.args[-1]` when a `str` (the process group the call names).
+    pub group_arg: Option<Arc<str>>,
+    /// Checks before the group lookup: `unsupported_or_already_bucketed`, `phase_mismatch`,
+    /// `unsupported_signature`.
+    pub early: Option<Reason>,
+    /// `node.args[0]` is a node.
+    pub source_is_node: bool,
+    /// `node.args[-2]` when a static int.
+    pub degree: Option<i128>,
+    /// Checks after the group lookup, in order, or the parsed facts.
+    pub late: Result<Facts, Reason>,
+}
+
+/// The parsed layout and scheduling bounds of a collective that passed every local check.
+#[derive(Clone, Debug)]
+pub(crate) struct Facts {
+    pub state_idx: i128,
+    pub backward: bool,
+    pub input_shape: Vec<i128>,
+    pub output_shape: Vec<i128>,
+    pub dtype: &'static str,
+    pub device: Arc<str>,
+    pub wait: NodeId,
+    pub source: NodeId,
+    pub first_use: NodeId,
+    pub reduce_op: Option<&'static str>,
+    /// The reduce-scatter's layout-preparation nodes (`rs_layout_preparation`).
+    pub preparation: Vec<NodeId>,
+}
+
+/// Interned strings, so equal values share one allocation.
+#[derive(Default)]
+struct Strings(HashMap<String, Arc<str>>);
+
+impl Strings {
+    fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(text) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(text);
+        self.0.insert(text.to_string(), shared.clone());
+        shared
+    }
+}
+
+/// Prepares every tagged collective of the graph, in graph order; returns them with the
+/// distinct parameter names.
+pub(crate) fn prepare(graph: &Graph) -> (Vec<TaggedCollective>, Vec<Arc<str>>) {
+    let mut strings = Strings::default();
+    let mut params: HashMap<Arc<str>, usize> = HashMap::new();
+    let mut names = Vec::new();
+    let mut scratch = ConsumerScratch::default();
+    let mut tagged = Vec::new();
+    for (id, node) in graph.nodes().iter().enumerate() {
+        let Some(kind) = node
+            .meta_str("comm_type")
+            .and_then(CollectiveKind::from_comm_type)
+        else {
+            continue;
+        };
+        let param_name = node
+            .meta_str("param_name")
+            .filter(|n| !n.is_empty())
+            .map(|n| strings.get(n));
+        let param_id = param_name.as_ref().map(|name| {
+            *params.entry(name.clone()).or_insert_with(|| {
+                names.push(name.clone());
+                names.len() - 1
+            })
+        });
+        let group_arg = node.args.last().and_then(PyValue::as_str).map(|g| strings.get(g));
+        let arity = if kind.is_reduce_scatter() { 4 } else { 3 };
+        let early = early_reason(node, kind, arity);
+        let (source_is_node, degree) = if early.is_none() {
+            (
+                matches!(node.args[0], PyValue::Node(_)),
+                node.args[arity - 2].static_int(),
+            )
+        } else {
+            (false, None)
+        };
+        let late = match (early, &group_arg) {
+            (None, Some(group)) => late_facts(graph, id, kind, group, degree, &mut strings, &mut scratch),
+            _ => Err(Reason::UnknownProcessGroup),
+        };
+        tagged.push(TaggedCollective {
+            node: id,
+            kind,
+            param_name,
+            param_id,
+            group_arg,
+            early,
+            source_is_node,
+            degree,
+            late,
+        });
+    }
+    (tagged, names)
+}
+
+/// The checks of `_candidate` and `_signature_reason` before the process group is looked up.
+fn early_reason(node: &Node, kind: CollectiveKind, arity: usize) -> Option<Reason> {
+    if !is_op(node, "_c10d_functional", kind.op()) || node.meta_flag("fsdp_bucket_members") {
+        return Some(Reason::UnsupportedOrAlreadyBucketed);
+    }
+    let backward = node.meta_flag("autograd_backward");
+    if backward != (kind != CollectiveKind::AllGather) {
+        return Some(Reason::PhaseMismatch);
+    }
+    if !node.kwargs.is_empty() || node.args.len() != arity {
+        return Some(Reason::UnsupportedSignature);
+    }
+    None
+}
+
+/// The checks after the group lookup (`group_metadata_mismatch` onwards), all local to the
+/// node; `degree` only matters once the group check has passed, where it is a valid int.
+fn late_facts(
+    graph: &Graph,
+    id: NodeId,
+    kind: CollectiveKind,
+    group: &str,
+    degree: Option<i128>,
+    strings: &mut Strings,
+    scratch: &mut ConsumerScratch,
+) -> Result<Facts, Reason> {
+    let node = graph.node(id);
+    if let Some(comm_group) = node.meta("comm_group") {
+        if !comm_group.py_eq(&PyValue::Str(group.to_string())) {
+            return Err(Reason::GroupMetadataMismatch);
+        }
+    }
+    let name_ok = node.meta_str("param_name").is_some_and(|n| !n.is_empty());
+    let state_idx = node
+        .meta("state_idx")
+        .and_then(PyValue::static_int)
+        .filter(|i| *i >= 0);
+    let (true, Some(state_idx)) = (name_ok, state_idx) else {
+        return Err(Reason::MissingParameterIdentity);
+    };
+    let empty = IndexMap::new();
+    // The reference calls `.get` on the spec; a non-dict spec is read as empty here.
+    let spec = node
+        .meta("fsdp_bucket_spec")
+        .and_then(PyValue::as_dict)
+        .unwrap_or(&empty);
+    let (input_shape, output_shape, dtype, device) = layout(kind, degree.unwrap_or(0), spec)?;
+    let waits = graph.users(id);
+    if waits.len() != 1 || !graph.is_wait(waits[0]) {
+        return Err(Reason::UnsupportedWaitUsers);
+    }
+    let wait = waits[0];
+    let Some(consumers) = scratch.summarise(graph, wait) else {
+        return Err(Reason::NoConsumer);
+    };
+    let mut reduce_op = None;
+    if kind.is_reduce_scatter() {
+        reduce_op = match node.args[1].as_str() {
+            Some("sum") => Some("sum"),
+            Some("avg") => Some("avg"),
+            _ => return Err(Reason::UnsupportedReduceOp),
+        };
+        if !consumers.all_output {
+            return Err(Reason::NonOutputRsConsumer);
+        }
+    }
+    let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
+    Ok(Facts {
+        state_idx,
+        backward: node.meta_flag("autograd_backward"),
+        input_shape,
+        output_shape,
+        dtype,
+        device: strings.get(device),
+        wait,
+        source,
+        first_use: consumers.first,
+        reduce_op,
+        preparation: if kind.is_reduce_scatter() {
+            graph.rs_layout_preparation(id)
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// A static shape: a non-empty list of positive ints.
+fn static_shape(value: Option<&PyValue>) -> Option<Vec<i128>> {
+    let items = value?.as_list()?;
+    if items.is_empty() {
+        return None;
+    }
+    items
+        .iter()
+        .map(|d| d.static_int().filter(|d| *d > 0))
+        .collect()
+}
+
+const PLANNED_DTYPES: [&str; 4] = [
+    "torch.float16",
+    "torch.bfloat16",
+    "torch.float32",
+    "torch.float64",
+];
+
+/// `_layout_reason`, returning the parsed layout when it is packable.
+fn layout(
+    kind: CollectiveKind,
+    degree: i128,
+    spec: &IndexMap<String, PyValue>,
+) -> Result<(Vec<i128>, Vec<i128>, &'static str, &str), Reason> {
+    let input = static_shape(spec.get("input_shape"));
+    let output = static_shape(spec.get("output_shape"));
+    let (Some(input), Some(output)) = (input, output) else {
+        return Err(Reason::UnknownOrDynamicShape);
+    };
+    let dtype = match spec.get("dtype") {
+        Some(PyValue::Dtype(d)) => match PLANNED_DTYPES.iter().find(|p| **p == d.as_str()) {
+            Some(planned) => *planned,
+            None => return Err(Reason::UnsupportedDtype),
+        },
+        _ => return Err(Reason::UnsupportedDtype),
+    };
+    let device = match spec.get("device") {
+        Some(PyValue::Str(d)) if is_torch_device(d) => d.as_str(),
+        _ => return Err(Reason::UnknownDevice),
+    };
+    let (smaller, larger) = if kind.is_reduce_scatter() {
+        (&output, &input)
+    } else {
+        (&input, &output)
+    };
+    let expected_dim0 = smaller[0].checked_mul(degree);
+    let matches = larger.len() == smaller.len()
+        && expected_dim0 == Some(larger[0])
+        && larger[1..] == smaller[1..];
+    if !matches {
+        return Err(Reason::InvalidDim0Layout);
+    }
+    Ok((input, output, dtype, device))
+}
+
+/// Device types `torch.device(str)` accepts (`c10::Device` parsing).
+const DEVICE_TYPES: &[&str] = &[
+    "cpu",
+    "cuda",
+    "ipu",
+    "xpu",
+    "mkldnn",
+    "opengl",
+    "opencl",
+    "ideep",
+    "hip",
+    "ve",
+    "fpga",
+    "maia",
+    "xla",
+    "lazy",
+    "vulkan",
+    "mps",
+    "meta",
+    "hpu",
+    "mtia",
+    "privateuseone",
+];
+
+/// Whether `torch.device(text)` succeeds: `type` or `type:index`, the type a known device
+/// type, the index decimal without leading zeros, fitting a device index.
+pub fn is_torch_device(text: &str) -> bool {
+    let (kind, index) = match text.split_once(':') {
+        Some((kind, index)) => (kind, Some(index)),
+        None => (text, None),
+    };
+    if !DEVICE_TYPES.contains(&kind) {
+        return false;
+    }
+    match index {
+        None => true,
+        Some(index) => {
+            !index.is_empty()
+                && index.bytes().all(|b| b.is_ascii_digit())
+                && (index == "0" || !index.starts_with('0'))
+                // c10::DeviceIndex is an int8: larger indices wrap and fail validation.
+                && index.parse::<u32>().is_ok_and(|i| i <= i8::MAX as u32)
+        }
+    }
+}
+
+/// What the planner needs of a wait's real consumers (`_consumers`).
+struct ConsumerSummary {
+    /// The earliest consumer's graph position.
+    first: NodeId,
+    /// Whether every consumer is the graph output.
+    all_output: bool,
+}
+
+/// Reused buffers for walking view chains without allocating per collective.
+#[derive(Default)]
+struct ConsumerScratch {
+    stack: Vec<NodeId>,
+    seen: HashSet<NodeId>,
+}
+
+impl ConsumerScratch {
+    /// `None` when nothing reads the waited result.
+    fn summarise(&mut self, graph: &Graph, wait: NodeId) -> Option<ConsumerSummary> {
+        self.stack.clear();
+        self.seen.clear();
+        self.stack.push(wait);
+        let mut first = None::<NodeId>;
+        let mut all_output = true;
+        while let Some(current) = self.stack.pop() {
+            for &user in graph.users(current) {
+                if graph.is_view(user) {
+                    if user != wait && self.seen.insert(user) {
+                        self.stack.push(user);
+                    }
+                } else {
+                    first = Some(first.map_or(user, |f| f.min(user)));
+                    all_output &= graph.node(user).op == Op::Output;
+                }
+            }
+        }
+        first.map(|first| ConsumerSummary { first, all_output })
+    }
+}
+
+/// A module scope of one plan: the group's FQNs and the parameters it selected.
+pub(crate) struct ScopeEntry {
+    pub fqns: Arc<[String]>,
+    pub first: Arc<str>,
+    /// Parameter ids in first-seen order.
+    pub params: Vec<usize>,
+    /// Tagged collectives of this scope.
+    pub collectives: usize,
+}
+
+impl ScopeEntry {
+    fn new(fqns: Vec<String>) -> ScopeEntry {
+        ScopeEntry {
+            first: Arc::from(fqns[0].as_str()),
+            fqns: Arc::from(fqns),
+            params: Vec::new(),
+            collectives: 0,
+        }
+    }
+}
+
+pub(crate) struct ScanResult {
+    pub candidates: Vec<(Candidate, usize)>,
+    pub wire: IndexMap<String, Vec<WireRecord>>,
+    pub scopes: Vec<ScopeEntry>,
+    pub decisions: Vec<Decision>,
+    pub tagged_count: usize,
+}
+
+/// `_scan_collectives` over prepared collectives: wire records, skip decisions and
+/// candidates (each with its index in `tagged`), in graph order.
+pub(crate) fn scan(
+    tagged: &[TaggedCollective],
+    param_names: &[Arc<str>],
+    args: &ValidatedArgs,
+) -> ScanResult {
+    let mut decisions = Vec::new();
+    let mut candidates = Vec::new();
+    let mut wire: IndexMap<String, Vec<WireRecord>> = args
+        .groups
+        .keys()
+        .map(|g| (g.clone(), Vec::new()))
+        .collect();
+    let groups: HashMap<&str, (Arc<str>, Arc<[i128]>)> = args
+        .groups
+        .iter()
+        .map(|(g, ranks)| (g.as_str(), (Arc::from(g.as_str()), Arc::from(ranks.as_slice()))))
+        .collect();
+    // With module plans, scope `i` is plan group `i`; without, scopes are parent modules (or
+    // `<parameter:NAME>`). A parameter's scope depends only on its name: resolve each once.
+    let mut scopes: Vec<ScopeEntry> = args
+        .module_plans
+        .iter()
+        .flatten()
+        .map(|group| ScopeEntry::new(group.clone()))
+        .collect();
+    let mut scope_by_name: HashMap<String, usize> = HashMap::new();
+    let module_index = args.module_plans.as_ref().map(args::ModuleIndex::new);
+    let mut param_scope: Vec<Option<Option<usize>>> = vec![None; param_names.len()];
+    let mut param_seen = vec![false; param_names.len()];
+    for (index, collective) in tagged.iter().enumerate() {
+        let scope = collective.param_id.and_then(|pid| {
+            *param_scope[pid].get_or_insert_with(|| {
+                let name = &*param_names[pid];
+                match &module_index {
+                    Some(modules) => modules.group_of(name),
+                    None => {
+                        let parent = name.rsplit_once('.').map_or("", |(head, _)| head);
+                        let key = if parent.is_empty() {
+                            format!("<parameter:{name}>")
+                        } else {
+                            parent.to_string()
+                        };
+                        Some(*scope_by_name.entry(key).or_insert_with_key(|key| {
+                            scopes.push(ScopeEntry::new(vec![key.clone()]));
+                            scopes.len() - 1
+                        }))
+                    }
+                }
+            })
+        });
+        if let (Some(slot), Some(pid)) = (scope, collective.param_id) {
+            if !param_seen[pid] {
+                param_seen[pid] = true;
+                scopes[slot].params.push(pid);
+            }
+            scopes[slot].collectives += 1;
+        }
+        if let Some(group) = &collective.group_arg {
+            if let Some(records) = wire.get_mut(&**group) {
+                records.push(WireRecord {
+                    node: collective.node,
+                });
+            }
+        }
+        let outcome = if !args.supported_mode {
+            Err(Reason::UnsupportedParallelMode)
+        } else {
+            admit(collective, &groups, scope.map(|slot| &scopes[slot]))
+        };
+        match outcome {
+            Ok(candidate) => candidates.push((candidate, index)),
+            Err(reason) => decisions.push(Decision {
+                node: collective.node,
+                previous_node: None,
+                action: Action::Skip,
+                reason,
+            }),
+        }
+    }
+    ScanResult {
+        candidates,
+        wire,
+        scopes,
+        decisions,
+        tagged_count: tagged.len(),
+    }
+}
+
+/// The argument-dependent checks of `_candidate`, in the reference's order around the local
+/// ones made at preparation.
+fn admit(
+    collective: &TaggedCollective,
+    groups: &HashMap<&str, (Arc<str>, Arc<[i128]>)>,
+    scope: Option<&ScopeEntry>,
+) -> Result<Candidate, Reason> {
+    if let Some(reason) = collective.early {
+        return Err(reason);
+    }
+    let shared = collective
+        .group_arg
+        .as_deref()
+        .filter(|_| collective.source_is_node)
+        .and_then(|group| groups.get(group));
+    let Some((group, ranks)) = shared else {
+        return Err(Reason::UnknownProcessGroup);
+    };
+    match collective.degree {
+        Some(degree) if degree > 1 && degree == ranks.len() as i128 => {}
+        _ => return Err(Reason::GroupSizeMismatch),
+    }
+    let facts = collective.late.as_ref().map_err(|reason| *reason)?;
+    let Some(scope) = scope else {
+        return Err(Reason::OutsideModulePlan);
+    };
+    Ok(Candidate {
+        launch: collective.node,
+        wait: facts.wait,
+        source: facts.source,
+        param_name: collective
+            .param_name
+            .as_deref()
+            .unwrap_or_default()
+            .to_string(),
+        state_idx: facts.state_idx,
+        kind: collective.kind,
+        backward: facts.backward,
+        scope: scope.first.clone(),
+        module_fqns: scope.fqns.clone(),
+        group: group.clone(),
+        ranks: ranks.clone(),
+        dtype: facts.dtype,
+        device: facts.device.clone(),
+        input_shape: facts.input_shape.clone(),
+        output_shape: facts.output_shape.clone(),
+        ready: facts.source,
+        first_use: facts.first_use,
+        reduce_op: facts.reduce_op,
+    })
+}
+
+/// `_unmatched_module_paths`: scope paths that selected no parameter.
+pub(crate) fn unmatched_module_paths(scopes: &[ScopeEntry], param_names: &[Arc<str>]) -> Vec<String> {
+    let mut unmatched = Vec::new();
+    for scope in scopes {
+        for path in scope.fqns.iter() {
+            let matched = scope.params.iter().any(|&pid| {
+                param_names[pid]
+                    .strip_prefix(path.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+            });
+            if !matched {
+                unmatched.push(path.clone());
+            }
+        }
+    }
+    unmatched
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torch_device_strings() {
+        for ok in ["cpu", "cuda", "cuda:0", "cuda:7", "hpu:3", "meta", "xla:1"] {
+            assert!(is_torch_device(ok), "{ok}");
+        }
+        for bad in ["gpu:0", "cuda:01", "cuda:", "", "cuda:-1", "cuda:0:1", "CUDA", "cuda:300"] {
+            assert!(!is_torch_device(bad), "{bad}");
+        }
+    }
+}
