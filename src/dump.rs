@@ -1,9 +1,15 @@
 //! Reading graph dumps (`graph-dump-v1.md`): bytes in, a validated [`Dump`] or a
 //! [`DumpError`] that names the node and the field out. Unknown keys are accepted.
 
-use crate::value::{kind_of, Context, NodeRef, PyValue};
+use crate::graph::NameTable;
+use crate::value::{
+    kind_of, skip_map, skip_seq, Context, DecodeError, DecodeScratch, KeySeed, Kind, NodeRef,
+    PyValue, Skip,
+};
 use indexmap::IndexMap;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value as J;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -104,17 +110,28 @@ impl Op {
 impl Node {
     /// `node.meta.get(key)`.
     pub fn meta(&self, key: &str) -> Option<&PyValue> {
-        self.meta.get(key)
+        lookup(&self.meta, key)
     }
 
     /// `node.meta.get(key)` when it is a `str`.
     pub fn meta_str(&self, key: &str) -> Option<&str> {
-        self.meta.get(key).and_then(PyValue::as_str)
+        self.meta(key).and_then(PyValue::as_str)
     }
 
     /// `bool(node.meta.get(key, False))`.
     pub fn meta_flag(&self, key: &str) -> bool {
-        self.meta.get(key).is_some_and(PyValue::truthy)
+        self.meta(key).is_some_and(PyValue::truthy)
+    }
+}
+
+/// `map.get(key)`. Node metadata has a handful of keys: comparing them in place is cheaper
+/// than hashing the key and chasing the table, and the planner and classifier look up several
+/// keys on every collective.
+pub fn lookup<'a>(map: &'a IndexMap<String, PyValue>, key: &str) -> Option<&'a PyValue> {
+    if map.len() <= 16 {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
     }
 }
 
@@ -191,12 +208,28 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump, DumpError> {
     } else {
         bytes
     };
-    let document: J = serde_json::from_slice(bytes).map_err(|e| DumpError::Json {
-        line: e.line(),
-        column: e.column(),
-        message: json_message(&e),
-    })?;
-    read_document(document)
+    // As `serde_json::from_slice`: the value, then nothing but whitespace.
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let document = Tolerant(DocumentWant)
+        .deserialize(&mut deserializer)
+        .and_then(|document| deserializer.end().map(|()| document))
+        .map_err(|e| DumpError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: json_message(&e),
+        })?;
+    match document {
+        Slot::Got(document) => read_top(document.top, document.nodes),
+        Slot::Wrong(kind) => Err(not_an_object(kind.describe())),
+        Slot::Missing => Err(not_an_object(Kind::Null.describe())),
+    }
+}
+
+fn not_an_object(kind: &str) -> DumpError {
+    document_error(
+        "(document)",
+        format!("a dump is a JSON object, found {kind}"),
+    )
 }
 
 /// Decompresses gzip (possibly multi-member) data.
@@ -227,14 +260,31 @@ fn document_error(field: &str, message: impl Into<String>) -> DumpError {
     }
 }
 
-/// Validates a parsed JSON document as a dump.
+/// Validates a parsed JSON document as a dump. ([`read_dump`] reads the same rules straight
+/// from the bytes.)
 pub fn read_document(document: J) -> Result<Dump, DumpError> {
     let J::Object(mut top) = document else {
-        return Err(document_error(
-            "(document)",
-            format!("a dump is a JSON object, found {}", kind_of(&document)),
-        ));
+        return Err(not_an_object(kind_of(&document)));
     };
+    let nodes = top.shift_remove("nodes").map(|nodes| match nodes {
+        J::Array(items) => NodesInput::Json(items),
+        other => NodesInput::Wrong(kind_of(&other)),
+    });
+    read_top(top, nodes)
+}
+
+/// The `nodes` of a document: as JSON, already read by [`read_dump`], or not an array.
+enum NodesInput {
+    Json(Vec<J>),
+    Parsed(ParsedNodes),
+    Wrong(&'static str),
+}
+
+/// Checks the top level (`top` without `nodes`), then the nodes.
+fn read_top(
+    mut top: serde_json::Map<String, J>,
+    nodes: Option<NodesInput>,
+) -> Result<Dump, DumpError> {
     match top.get("format") {
         Some(J::String(s)) if s == FORMAT => {}
         Some(other) => {
@@ -269,14 +319,14 @@ pub fn read_document(document: J) -> Result<Dump, DumpError> {
             ))
         }
     }
-    let nodes = match top.shift_remove("nodes") {
-        Some(J::Array(nodes)) => nodes,
-        Some(other) => {
+    let nodes = match nodes {
+        Some(NodesInput::Wrong(kind)) => {
             return Err(document_error(
                 "nodes",
-                format!("expected an array of nodes, found {}", kind_of(&other)),
+                format!("expected an array of nodes, found {kind}"),
             ))
         }
+        Some(nodes) => nodes,
         None => return Err(document_error("nodes", "missing; a dump lists its nodes")),
     };
     let group_ranks = match top.shift_remove("group_ranks") {
@@ -296,7 +346,11 @@ pub fn read_document(document: J) -> Result<Dump, DumpError> {
     let state_fqns = read_state_fqns(top.shift_remove("state_fqns"))?;
     let source = optional_object(&mut top, "source")?;
     let planner = optional_object(&mut top, "planner")?;
-    let (nodes, warnings) = read_nodes(nodes)?;
+    let (nodes, warnings) = match nodes {
+        NodesInput::Json(items) => read_nodes(items)?,
+        NodesInput::Parsed(parsed) => parsed.finish()?,
+        NodesInput::Wrong(_) => unreachable!("checked above"),
+    };
     Ok(Dump {
         nodes,
         group_ranks,
@@ -410,7 +464,7 @@ fn read_nodes(items: Vec<J>) -> Result<(Vec<Node>, Vec<String>), DumpError> {
     let mut nodes: Vec<Node> = Vec::with_capacity(items.len());
     let mut index: HashMap<String, usize> = HashMap::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let node = read_node(i, item, &index)?;
+        let node = read_node(i, item, &|name: &str| index.get(name).copied())?;
         if let Some(&first) = index.get(&node.name) {
             return Err(DumpError::Node {
                 index: i,
@@ -426,10 +480,11 @@ fn read_nodes(items: Vec<J>) -> Result<(Vec<Node>, Vec<String>), DumpError> {
     }
     // Metadata may point anywhere; a dangling reference is reported, not fatal.
     let mut warnings = Vec::new();
+    let lookup = |name: &str| index.get(name).copied();
     for node in &mut nodes {
         let owner = node.name.clone();
         for (key, value) in node.meta.iter_mut() {
-            resolve_meta_refs(value, &index, &mut |name| {
+            resolve_meta_refs(value, &lookup, &mut |name| {
                 warnings.push(format!(
                     "node {owner:?}: meta[{key:?}] refers to node {name:?}, which is not in the dump"
                 ))
@@ -441,12 +496,12 @@ fn read_nodes(items: Vec<J>) -> Result<(Vec<Node>, Vec<String>), DumpError> {
 
 fn resolve_meta_refs(
     value: &mut PyValue,
-    index: &HashMap<String, usize>,
+    index: &dyn Fn(&str) -> Option<usize>,
     dangling: &mut dyn FnMut(&str),
 ) {
     match value {
         PyValue::Node(r) => {
-            r.index = index.get(&r.name).copied();
+            r.index = index(&r.name);
             if r.index.is_none() {
                 dangling(&r.name);
             }
@@ -465,7 +520,7 @@ fn resolve_meta_refs(
     }
 }
 
-fn read_node(i: usize, item: J, index: &HashMap<String, usize>) -> Result<Node, DumpError> {
+fn read_node(i: usize, item: J, index: &dyn Fn(&str) -> Option<usize>) -> Result<Node, DumpError> {
     let J::Object(mut map) = item else {
         return Err(DumpError::Node {
             index: i,
@@ -537,7 +592,7 @@ fn read_node(i: usize, item: J, index: &HashMap<String, usize>) -> Result<Node, 
     };
     // References in arguments must point backwards, except from the output node.
     let resolve = |value: &mut PyValue, field: &str| -> Result<(), DumpError> {
-        resolve_arg_refs(value, index, op == Op::Output, &mut String::from(field))
+        resolve_arg_refs(value, index, op == Op::Output, || String::from(field))
             .map_err(|(path, message)| err(&path, message))
     };
     let mut args = match map.shift_remove("args") {
@@ -647,15 +702,44 @@ fn read_node(i: usize, item: J, index: &HashMap<String, usize>) -> Result<Node, 
     })
 }
 
+/// Resolves the node references in an argument; on a reference that does not resolve, the
+/// error's field (`path()` and the path inside the value) and message.
 fn resolve_arg_refs(
     value: &mut PyValue,
-    index: &HashMap<String, usize>,
+    index: &dyn Fn(&str) -> Option<usize>,
+    is_output: bool,
+    path: impl FnOnce() -> String,
+) -> Result<(), (String, String)> {
+    if resolve_all(value, index) {
+        Ok(())
+    } else {
+        resolve_at(value, index, is_output, &mut path())
+    }
+}
+
+/// Resolves references until one does not resolve; whether all did.
+fn resolve_all(value: &mut PyValue, index: &dyn Fn(&str) -> Option<usize>) -> bool {
+    match value {
+        PyValue::Node(r) => {
+            r.index = index(&r.name);
+            r.index.is_some()
+        }
+        PyValue::List(items) => items.iter_mut().all(|item| resolve_all(item, index)),
+        PyValue::Dict(map) => map.values_mut().all(|item| resolve_all(item, index)),
+        _ => true,
+    }
+}
+
+/// [`resolve_all`] keeping the path, for the error.
+fn resolve_at(
+    value: &mut PyValue,
+    index: &dyn Fn(&str) -> Option<usize>,
     is_output: bool,
     path: &mut String,
 ) -> Result<(), (String, String)> {
     match value {
-        PyValue::Node(r) => match index.get(&r.name) {
-            Some(&position) => {
+        PyValue::Node(r) => match index(&r.name) {
+            Some(position) => {
                 r.index = Some(position);
                 Ok(())
             }
@@ -676,7 +760,7 @@ fn resolve_arg_refs(
             for (k, item) in items.iter_mut().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{k}]"));
-                resolve_arg_refs(item, index, is_output, path)?;
+                resolve_at(item, index, is_output, path)?;
                 path.truncate(len);
             }
             Ok(())
@@ -685,7 +769,7 @@ fn resolve_arg_refs(
             for (key, item) in map.iter_mut() {
                 let len = path.len();
                 path.push_str(&format!("[{key:?}]"));
-                resolve_arg_refs(item, index, is_output, path)?;
+                resolve_at(item, index, is_output, path)?;
                 path.truncate(len);
             }
             Ok(())
@@ -699,5 +783,900 @@ pub fn node_index(value: &PyValue) -> Option<usize> {
     match value {
         PyValue::Node(NodeRef { index, .. }) => *index,
         _ => None,
+    }
+}
+
+// The streaming reader. `read_dump` parses the document with the tolerant seeds below: every
+// field is taken as what the format wants or recorded as the kind of JSON found instead, and
+// node values are decoded into `PyValue`s while parsing. Nothing fails during the parse except
+// serde_json's own syntax errors, so invalid JSON is reported exactly as a `Value` parse reports
+// it, and every rule is then checked in the same order and with the same messages as
+// `read_document` checks a parsed `Value`.
+
+/// What a tolerant seed made of a field: what the format wants, or the kind found instead.
+enum Slot<T> {
+    Missing,
+    Got(T),
+    Wrong(Kind),
+}
+
+/// What a tolerant seed accepts; everything else is parsed, dropped and recorded as its kind.
+trait Want<'de>: Sized {
+    type Out;
+
+    fn null(self) -> Slot<Self::Out> {
+        Slot::Wrong(Kind::Null)
+    }
+
+    fn boolean(self, _: bool) -> Slot<Self::Out> {
+        Slot::Wrong(Kind::Bool)
+    }
+
+    fn text(self, _: Cow<'de, str>) -> Slot<Self::Out> {
+        Slot::Wrong(Kind::Str)
+    }
+
+    fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Slot<Self::Out>, A::Error> {
+        skip_seq(&mut seq)?;
+        Ok(Slot::Wrong(Kind::Array))
+    }
+
+    fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
+        skip_map(&mut map)?;
+        Ok(Slot::Wrong(Kind::Object))
+    }
+}
+
+struct Tolerant<W>(W);
+
+impl<'de, W: Want<'de>> DeserializeSeed<'de> for Tolerant<W> {
+    type Value = Slot<W::Out>;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, W: Want<'de>> Visitor<'de> for Tolerant<W> {
+    type Value = Slot<W::Out>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(self.0.null())
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Self::Value, E> {
+        Ok(self.0.boolean(b))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Slot::Wrong(Kind::Int))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Slot::Wrong(Kind::Int))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Slot::Wrong(Kind::Float))
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(self.0.text(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(self.0.text(Cow::Owned(s.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+        Ok(self.0.text(Cow::Owned(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        self.0.seq(seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        self.0.map(map)
+    }
+}
+
+/// A string field.
+struct TextWant;
+
+impl<'de> Want<'de> for TextWant {
+    type Out = Cow<'de, str>;
+
+    fn text(self, s: Cow<'de, str>) -> Slot<Self::Out> {
+        Slot::Got(s)
+    }
+}
+
+/// An optional boolean (`null` is absent).
+struct FlagWant;
+
+impl<'de> Want<'de> for FlagWant {
+    type Out = Option<bool>;
+
+    fn null(self) -> Slot<Self::Out> {
+        Slot::Got(None)
+    }
+
+    fn boolean(self, b: bool) -> Slot<Self::Out> {
+        Slot::Got(Some(b))
+    }
+}
+
+/// `args`: an array of arguments (`null` is absent).
+struct ArgsWant<'s>(&'s DecodeScratch);
+
+impl<'de> Want<'de> for ArgsWant<'_> {
+    type Out = Result<Vec<PyValue>, DecodeError>;
+
+    fn null(self) -> Slot<Self::Out> {
+        Slot::Got(Ok(Vec::new()))
+    }
+
+    fn seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Slot<Self::Out>, A::Error> {
+        let decoded = self.0.seed(Context::Args).visit_seq(seq)?;
+        Ok(Slot::Got(match decoded.value {
+            Ok(PyValue::List(items)) => Ok(items),
+            Ok(_) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }))
+    }
+}
+
+/// `kwargs`: an object of arguments (`null` is absent), each decoded or its error.
+struct KwargsWant<'s>(&'s DecodeScratch);
+
+type RawKwargs = IndexMap<String, Result<PyValue, DecodeError>>;
+
+impl<'de> Want<'de> for KwargsWant<'_> {
+    type Out = RawKwargs;
+
+    fn null(self) -> Slot<Self::Out> {
+        Slot::Got(IndexMap::new())
+    }
+
+    fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
+        let seed = self.0.seed(Context::Args);
+        let mut out = IndexMap::new();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let decoded = map.next_value_seed(seed)?;
+            out.insert(key.into_owned(), decoded.value);
+        }
+        Ok(Slot::Got(out))
+    }
+}
+
+/// `meta`: an object of metadata values (`null` is absent), and how many node references
+/// they hold.
+struct MetaWant<'s>(&'s DecodeScratch);
+
+impl<'de> Want<'de> for MetaWant<'_> {
+    type Out = (IndexMap<String, PyValue>, usize);
+
+    fn null(self) -> Slot<Self::Out> {
+        Slot::Got((IndexMap::new(), 0))
+    }
+
+    fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
+        let scratch = self.0;
+        let seed = scratch.seed(Context::Meta);
+        let refs_before = scratch.meta_refs.get();
+        let mark = scratch.entries_mark();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let decoded = map.next_value_seed(seed)?;
+            // Metadata never fails to decode.
+            scratch.push_entry(key.into_owned(), decoded.value.unwrap_or(PyValue::None));
+        }
+        let out = scratch.take_map(mark);
+        Ok(Slot::Got((out, scratch.meta_refs.get() - refs_before)))
+    }
+}
+
+/// `repr` (`null` is absent).
+struct ReprWant;
+
+struct RawRepr<'de> {
+    target: Slot<Cow<'de, str>>,
+    args: Slot<Cow<'de, str>>,
+    kwargs: Slot<Cow<'de, str>>,
+}
+
+impl<'de> Want<'de> for ReprWant {
+    type Out = Option<RawRepr<'de>>;
+
+    fn null(self) -> Slot<Self::Out> {
+        Slot::Got(None)
+    }
+
+    fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
+        let mut repr = RawRepr {
+            target: Slot::Missing,
+            args: Slot::Missing,
+            kwargs: Slot::Missing,
+        };
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let slot = match key.as_ref() {
+                "target" => &mut repr.target,
+                "args" => &mut repr.args,
+                "kwargs" => &mut repr.kwargs,
+                _ => {
+                    map.next_value::<Skip>()?;
+                    continue;
+                }
+            };
+            *slot = map.next_value_seed(Tolerant(TextWant))?;
+        }
+        Ok(Slot::Got(Some(repr)))
+    }
+}
+
+/// One node's fields as parsed (a repeated key keeps its last value).
+struct RawNode<'de> {
+    name: Slot<Cow<'de, str>>,
+    op: Slot<Cow<'de, str>>,
+    target: Slot<Cow<'de, str>>,
+    args: Slot<Result<Vec<PyValue>, DecodeError>>,
+    kwargs: Slot<RawKwargs>,
+    meta: Slot<(IndexMap<String, PyValue>, usize)>,
+    alias: Slot<Option<bool>>,
+    impure: Slot<Option<bool>>,
+    repr: Slot<Option<RawRepr<'de>>>,
+}
+
+struct NodeWant<'s>(&'s DecodeScratch);
+
+impl<'de> Want<'de> for NodeWant<'_> {
+    type Out = RawNode<'de>;
+
+    fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
+        let mut node = RawNode {
+            name: Slot::Missing,
+            op: Slot::Missing,
+            target: Slot::Missing,
+            args: Slot::Missing,
+            kwargs: Slot::Missing,
+            meta: Slot::Missing,
+            alias: Slot::Missing,
+            impure: Slot::Missing,
+            repr: Slot::Missing,
+        };
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key.as_ref() {
+                "name" => node.name = map.next_value_seed(Tolerant(TextWant))?,
+                "op" => node.op = map.next_value_seed(Tolerant(TextWant))?,
+                "target" => node.target = map.next_value_seed(Tolerant(TextWant))?,
+                "args" => node.args = map.next_value_seed(Tolerant(ArgsWant(self.0)))?,
+                "kwargs" => node.kwargs = map.next_value_seed(Tolerant(KwargsWant(self.0)))?,
+                "meta" => node.meta = map.next_value_seed(Tolerant(MetaWant(self.0)))?,
+                "alias" => node.alias = map.next_value_seed(Tolerant(FlagWant))?,
+                "impure" => node.impure = map.next_value_seed(Tolerant(FlagWant))?,
+                "repr" => node.repr = map.next_value_seed(Tolerant(ReprWant))?,
+                _ => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(Slot::Got(node))
+    }
+}
+
+/// `nodes`, read and checked node by node while parsing. The first broken rule is kept (and
+/// the rest of the array only parsed), to be reported once the whole document has parsed and
+/// the top-level rules have been checked.
+struct ParsedNodes {
+    nodes: Vec<Node>,
+    /// Name to position of `nodes`.
+    index: NameTable,
+    error: Option<DumpError>,
+    /// Nodes whose metadata holds node references, in graph order.
+    with_meta_refs: Vec<usize>,
+}
+
+struct NodesWant;
+
+impl<'de> Want<'de> for NodesWant {
+    type Out = ParsedNodes;
+
+    fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Slot<Self::Out>, A::Error> {
+        let mut parsed = ParsedNodes {
+            nodes: Vec::new(),
+            index: NameTable::with_capacity(0),
+            error: None,
+            with_meta_refs: Vec::new(),
+        };
+        let scratch = DecodeScratch::default();
+        let mut i = 0;
+        while let Some(raw) = seq.next_element_seed(Tolerant(NodeWant(&scratch)))? {
+            let lookup = |name: &str| parsed.index.find(&parsed.nodes, name);
+            match check_node(i, raw, &lookup) {
+                Ok((node, meta_refs)) => {
+                    if let Some(first) = parsed.index.find(&parsed.nodes, &node.name) {
+                        parsed.error = Some(DumpError::Node {
+                            index: i,
+                            name: Some(node.name),
+                            field: "name".into(),
+                            message: format!(
+                                "the name is already used by node {first}; node names are \
+                                 unique in a dump"
+                            ),
+                        });
+                    } else {
+                        // No earlier node failed, so `i` is the node's position.
+                        parsed.nodes.push(node);
+                        parsed.index.insert(&parsed.nodes, i);
+                        if meta_refs > 0 {
+                            parsed.with_meta_refs.push(i);
+                        }
+                    }
+                }
+                Err(e) => parsed.error = Some(e),
+            }
+            if parsed.error.is_some() {
+                skip_seq(&mut seq)?;
+                break;
+            }
+            i += 1;
+        }
+        Ok(Slot::Got(parsed))
+    }
+}
+
+impl ParsedNodes {
+    fn finish(self) -> Result<(Vec<Node>, Vec<String>), DumpError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut nodes = self.nodes;
+        // Metadata may point anywhere; a dangling reference is reported, not fatal.
+        let mut warnings = Vec::new();
+        for &i in &self.with_meta_refs {
+            // Out of its node while it is resolved against all the nodes' names.
+            let mut meta = std::mem::take(&mut nodes[i].meta);
+            let lookup = |name: &str| self.index.find(&nodes, name);
+            let owner = &nodes[i].name;
+            for (key, value) in meta.iter_mut() {
+                resolve_meta_refs(value, &lookup, &mut |name| {
+                    warnings.push(format!(
+                        "node {owner:?}: meta[{key:?}] refers to node {name:?}, which is not in \
+                         the dump"
+                    ))
+                });
+            }
+            nodes[i].meta = meta;
+        }
+        Ok((nodes, warnings))
+    }
+}
+
+/// The document: the top-level fields other than `nodes` as JSON, and `nodes` parsed.
+struct RawDocument {
+    top: serde_json::Map<String, J>,
+    nodes: Option<NodesInput>,
+}
+
+struct DocumentWant;
+
+impl<'de> Want<'de> for DocumentWant {
+    type Out = RawDocument;
+
+    fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
+        let mut document = RawDocument {
+            top: serde_json::Map::new(),
+            nodes: None,
+        };
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key.as_ref() {
+                "nodes" => {
+                    document.nodes = Some(match map.next_value_seed(Tolerant(NodesWant))? {
+                        Slot::Got(parsed) => NodesInput::Parsed(parsed),
+                        Slot::Wrong(kind) => NodesInput::Wrong(kind.describe()),
+                        Slot::Missing => NodesInput::Wrong(Kind::Null.describe()),
+                    })
+                }
+                "format" | "version" | "group_ranks" | "modules" | "state_fqns" | "source"
+                | "planner" => {
+                    let value: J = map.next_value()?;
+                    document.top.insert(key.into_owned(), value);
+                }
+                _ => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(Slot::Got(document))
+    }
+}
+
+/// `read_node` for a node parsed by [`NodeWant`]: the same rules in the same order, with the
+/// same messages. Returns the node, its name as the index key, and its count of metadata
+/// references.
+fn check_node<'de>(
+    i: usize,
+    raw: Slot<RawNode<'de>>,
+    lookup: &dyn Fn(&str) -> Option<usize>,
+) -> Result<(Node, usize), DumpError> {
+    let raw = match raw {
+        Slot::Got(raw) => raw,
+        Slot::Wrong(kind) => {
+            return Err(DumpError::Node {
+                index: i,
+                name: None,
+                field: "(node)".into(),
+                message: format!("a node is a JSON object, found {}", kind.describe()),
+            })
+        }
+        Slot::Missing => {
+            return Err(DumpError::Node {
+                index: i,
+                name: None,
+                field: "(node)".into(),
+                message: format!("a node is a JSON object, found {}", Kind::Null.describe()),
+            })
+        }
+    };
+    let name = match raw.name {
+        Slot::Got(s) if !s.is_empty() => s,
+        Slot::Got(_) => {
+            return Err(DumpError::Node {
+                index: i,
+                name: None,
+                field: "name".into(),
+                message: "must be a non-empty string".into(),
+            })
+        }
+        Slot::Wrong(kind) => {
+            return Err(DumpError::Node {
+                index: i,
+                name: None,
+                field: "name".into(),
+                message: format!("expected a string, found {}", kind.describe()),
+            })
+        }
+        Slot::Missing => {
+            return Err(DumpError::Node {
+                index: i,
+                name: None,
+                field: "name".into(),
+                message: "missing; every node has a unique name".into(),
+            })
+        }
+    };
+    let name = name.into_owned();
+    let err = |field: &str, message: String| DumpError::Node {
+        index: i,
+        name: Some(name.clone()),
+        field: field.to_string(),
+        message,
+    };
+    let op = match raw.op {
+        Slot::Got(s) => Op::parse(&s).ok_or_else(|| {
+            err(
+                "op",
+                format!(
+                    "unknown op {s:?}; expected one of placeholder, get_attr, call_function, \
+                     call_method, call_module, output"
+                ),
+            )
+        })?,
+        Slot::Wrong(kind) => {
+            return Err(err(
+                "op",
+                format!("expected a string, found {}", kind.describe()),
+            ))
+        }
+        Slot::Missing => return Err(err("op", "missing".into())),
+    };
+    let target = match raw.target {
+        Slot::Got(s) => s.into_owned(),
+        Slot::Wrong(kind) => {
+            return Err(err(
+                "target",
+                format!("expected a string, found {}", kind.describe()),
+            ))
+        }
+        Slot::Missing => return Err(err("target", "missing".into())),
+    };
+    let is_output = op == Op::Output;
+    let mut args = match raw.args {
+        Slot::Missing => Vec::new(),
+        Slot::Got(Ok(items)) => items,
+        Slot::Got(Err(e)) => return Err(err(&format!("args{}", e.path), e.message)),
+        Slot::Wrong(kind) => {
+            return Err(err(
+                "args",
+                format!("expected an array, found {}", kind.describe()),
+            ))
+        }
+    };
+    for (k, arg) in args.iter_mut().enumerate() {
+        resolve_arg_refs(arg, lookup, is_output, || format!("args[{k}]"))
+            .map_err(|(path, message)| err(&path, message))?;
+    }
+    let mut kwargs = IndexMap::new();
+    match raw.kwargs {
+        Slot::Missing => {}
+        Slot::Got(entries) => {
+            kwargs.reserve(entries.len());
+            for (key, value) in entries {
+                let field = || format!("kwargs[{key:?}]");
+                let mut decoded =
+                    value.map_err(|e| err(&format!("{}{}", field(), e.path), e.message))?;
+                resolve_arg_refs(&mut decoded, lookup, is_output, field)
+                    .map_err(|(path, message)| err(&path, message))?;
+                kwargs.insert(key, decoded);
+            }
+        }
+        Slot::Wrong(kind) => {
+            return Err(err(
+                "kwargs",
+                format!("expected an object, found {}", kind.describe()),
+            ))
+        }
+    }
+    let (meta, meta_refs) = match raw.meta {
+        Slot::Missing => (IndexMap::new(), 0),
+        Slot::Got(meta) => meta,
+        Slot::Wrong(kind) => {
+            return Err(err(
+                "meta",
+                format!("expected an object, found {}", kind.describe()),
+            ))
+        }
+    };
+    let flag = |value: Slot<Option<bool>>, field: &str| match value {
+        Slot::Missing => Ok(None),
+        Slot::Got(b) => Ok(b),
+        Slot::Wrong(kind) => Err(err(
+            field,
+            format!("expected true or false, found {}", kind.describe()),
+        )),
+    };
+    let alias = flag(raw.alias, "alias")?;
+    let impure = flag(raw.impure, "impure")?;
+    let repr = match raw.repr {
+        Slot::Missing | Slot::Got(None) => None,
+        Slot::Got(Some(fields)) => {
+            let text = |value: Slot<Cow<'_, str>>, key: &str| match value {
+                Slot::Got(s) => Ok(s.into_owned()),
+                Slot::Wrong(kind) => Err(err(
+                    &format!("repr.{key}"),
+                    format!("expected a string, found {}", kind.describe()),
+                )),
+                Slot::Missing => Err(err(
+                    &format!("repr.{key}"),
+                    "missing; repr has \"target\", \"args\" and \"kwargs\"".into(),
+                )),
+            };
+            Some(NodeRepr {
+                target: text(fields.target, "target")?,
+                args: text(fields.args, "args")?,
+                kwargs: text(fields.kwargs, "kwargs")?,
+            })
+        }
+        Slot::Wrong(kind) => {
+            return Err(err(
+                "repr",
+                format!(
+                    "expected an object {{\"target\", \"args\", \"kwargs\"}}, found {}",
+                    kind.describe()
+                ),
+            ))
+        }
+    };
+    let node = Node {
+        name,
+        op,
+        target,
+        args,
+        kwargs,
+        meta,
+        alias,
+        impure,
+        repr,
+    };
+    Ok((node, meta_refs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reader as it was: a `serde_json::Value`, then [`read_document`].
+    fn read_via_value(bytes: &[u8]) -> Result<Dump, DumpError> {
+        let inflated;
+        let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
+            inflated = gunzip(bytes)?;
+            &inflated[..]
+        } else {
+            bytes
+        };
+        let document: J = serde_json::from_slice(bytes).map_err(|e| DumpError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: json_message(&e),
+        })?;
+        read_document(document)
+    }
+
+    fn same(bytes: &[u8]) {
+        let fast = format!("{:?}", read_dump(bytes));
+        let slow = format!("{:?}", read_via_value(bytes));
+        assert_eq!(
+            fast,
+            slow,
+            "readers disagree on:\n{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[self.below(items.len())]
+        }
+    }
+
+    const NAMES: &[&str] = &["a", "b", "x", "relu", "out\\u00e9", "we\\\"ird", ""];
+    const KEYS: &[&str] = &[
+        "node", "dtype", "device", "sym", "repr", "tensor", "shape", "x", "k\\n", "val",
+    ];
+
+    fn string(rng: &mut Rng) -> String {
+        let choices = [
+            "\"torch.float32\"",
+            "\"torch.bfloat16\"",
+            "\"torch.nope\"",
+            "\"inf\"",
+            "\"-inf\"",
+            "\"nan\"",
+            "\"cuda:0\"",
+            "\"s0\"",
+            "\"caf\\u00e9\"",
+            "\"tab\\t\"",
+        ];
+        if rng.below(3) == 0 {
+            format!("\"{}\"", rng.pick(NAMES))
+        } else {
+            choices[rng.below(choices.len())].to_string()
+        }
+    }
+
+    fn value(rng: &mut Rng, depth: usize) -> String {
+        let top = if depth > 3 { 5 } else { 9 };
+        match rng.below(top) {
+            0 => "null".into(),
+            1 => if rng.below(2) == 0 { "true" } else { "false" }.into(),
+            2 => [
+                "0",
+                "-3",
+                "18446744073709551615",
+                "-9223372036854775808",
+                "7",
+            ][rng.below(5)]
+            .into(),
+            3 => ["1.5", "-0.0", "2e3", "0.1"][rng.below(4)].into(),
+            4 => string(rng),
+            5 => {
+                let n = rng.below(4);
+                let items: Vec<String> = (0..n).map(|_| value(rng, depth + 1)).collect();
+                format!("[{}]", items.join(", "))
+            }
+            6 => {
+                // An encoded object, perhaps with a repeated key.
+                let key = rng.pick(KEYS);
+                let mut text = format!("{{\"{key}\": {}", value(rng, depth + 1));
+                if rng.below(4) == 0 {
+                    let again = if rng.below(2) == 0 {
+                        key
+                    } else {
+                        rng.pick(KEYS)
+                    };
+                    text.push_str(&format!(", \"{again}\": {}", value(rng, depth + 1)));
+                }
+                text.push('}');
+                text
+            }
+            7 => format!("{{\"node\": \"{}\"}}", rng.pick(NAMES)),
+            _ => {
+                let n = rng.below(4);
+                let items: Vec<String> = (0..n)
+                    .map(|_| format!("\"{}\": {}", rng.pick(KEYS), value(rng, depth + 1)))
+                    .collect();
+                format!("{{{}}}", items.join(", "))
+            }
+        }
+    }
+
+    fn node(rng: &mut Rng, i: usize) -> String {
+        if rng.below(100) == 0 {
+            return value(rng, 0);
+        }
+        let mut fields = Vec::new();
+        let name = if rng.below(8) == 0 {
+            rng.pick(NAMES).to_string()
+        } else {
+            format!("n{i}")
+        };
+        let mut push = |rng: &mut Rng, field: String| {
+            if rng.below(60) != 0 {
+                fields.push(field);
+            }
+        };
+        push(rng, format!("\"name\": \"{name}\""));
+        let op = ["call_function", "placeholder", "output", "call_functoin"][if rng.below(10) == 0 {
+            rng.below(4)
+        } else {
+            rng.below(3)
+        }];
+        push(rng, format!("\"op\": \"{op}\""));
+        push(rng, "\"target\": \"aten.mm.default\"".to_string());
+        let arg = |rng: &mut Rng| {
+            if rng.below(2) == 0 && i > 0 {
+                format!("{{\"node\": \"n{}\"}}", rng.below(i))
+            } else {
+                value(rng, 1)
+            }
+        };
+        let args: Vec<String> = (0..rng.below(4)).map(|_| arg(rng)).collect();
+        push(rng, format!("\"args\": [{}]", args.join(", ")));
+        if rng.below(3) == 0 {
+            let kw: Vec<String> = (0..rng.below(3))
+                .map(|_| format!("\"{}\": {}", rng.pick(KEYS), arg(rng)))
+                .collect();
+            push(rng, format!("\"kwargs\": {{{}}}", kw.join(", ")));
+        }
+        let meta: Vec<String> = (0..rng.below(5))
+            .map(|_| format!("\"{}\": {}", rng.pick(KEYS), value(rng, 0)))
+            .collect();
+        push(rng, format!("\"meta\": {{{}}}", meta.join(", ")));
+        push(rng, "\"alias\": false".to_string());
+        push(rng, "\"impure\": null".to_string());
+        push(
+            rng,
+            "\"repr\": {\"target\": \"t\", \"args\": \"()\", \"kwargs\": \"{}\"}".to_string(),
+        );
+        let extra = format!("\"extra\": {}", value(rng, 0));
+        push(rng, extra);
+        // Any field may be replaced by a value of another kind, or repeated.
+        for _ in 0..rng.below(3) * rng.below(2) * rng.below(2) {
+            let keys = [
+                "name", "op", "target", "args", "kwargs", "meta", "alias", "impure", "repr",
+            ];
+            let key = keys[rng.below(keys.len())];
+            fields.push(format!("\"{key}\": {}", value(rng, 0)));
+        }
+        for k in (1..fields.len()).rev() {
+            if rng.below(3) == 0 {
+                let j = rng.below(k + 1);
+                fields.swap(k, j);
+            }
+        }
+        format!("{{{}}}", fields.join(", "))
+    }
+
+    fn document(rng: &mut Rng) -> String {
+        let n = rng.below(9);
+        let nodes: Vec<String> = (0..n).map(|i| node(rng, i)).collect();
+        let mut fields = vec![
+            "\"format\": \"commlens.graph\"".to_string(),
+            "\"version\": 1".to_string(),
+            format!("\"nodes\": [{}]", nodes.join(", ")),
+        ];
+        let extras = [
+            "\"group_ranks\": {\"fsdp\": [0, 1]}",
+            "\"modules\": [{\"fqn\": \"\", \"type\": \"M\"}]",
+            "\"state_fqns\": [\"a\"]",
+            "\"source\": {\"p\": 1}",
+            "\"planner\": {}",
+            "\"format\": \"torch.fx\"",
+            "\"version\": 2",
+            "\"nodes\": {}",
+            "\"group_ranks\": []",
+        ];
+        for _ in 0..rng.below(3) * rng.below(2) {
+            fields.push(extras[rng.below(extras.len())].to_string());
+        }
+        if rng.below(10) == 0 {
+            fields.swap(0, 2);
+        }
+        format!("{{{}}}", fields.join(", "))
+    }
+
+    #[test]
+    fn streaming_reader_matches_value_reader_on_random_documents() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..8_000 {
+            let text = document(&mut rng);
+            same(text.as_bytes());
+            // Truncated or corrupted.
+            let cut = rng.below(text.len() + 1);
+            same(&text.as_bytes()[..cut]);
+            let mut bytes = text.into_bytes();
+            let at = rng.below(bytes.len());
+            let noise = b"{}[],:\"\\ 0xn\xff";
+            bytes[at] = noise[rng.below(noise.len())];
+            same(&bytes);
+        }
+    }
+
+    #[test]
+    fn streaming_reader_matches_value_reader_on_stored_dumps() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for dir in [
+            root.join("tests/fixtures/reader"),
+            root.join("../shared/conformance/cases"),
+        ] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    files.push(path.join("dump.json"));
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        files.retain(|f| f.is_file());
+        files.sort();
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for file in files {
+            let bytes = std::fs::read(&file).expect("read");
+            same(&bytes);
+            let mutations = if bytes.len() > 100_000 { 1 } else { 10 };
+            for _ in 0..mutations {
+                let mut copy = bytes.clone();
+                let at = rng.below(copy.len());
+                copy[at] = (rng.next() >> 32) as u8;
+                same(&copy);
+                same(&bytes[..rng.below(bytes.len() + 1)]);
+            }
+        }
+        let synthetic = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(2000));
+        same(synthetic.as_bytes());
+        // serde_json's recursion limit, wherever the nesting is.
+        for depth in [120, 126, 127, 128, 129, 200] {
+            let deep = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            let deep_map = format!("{}1{}", "{\"k\": ".repeat(depth), "}".repeat(depth));
+            for inner in [&deep, &deep_map] {
+                for node in [
+                    format!("{{\"name\": \"a\", \"op\": \"output\", \"target\": \"o\", \"args\": {inner}}}"),
+                    format!("{{\"name\": \"a\", \"op\": \"output\", \"target\": \"o\", \"meta\": {{\"m\": {inner}}}}}"),
+                    format!("{{\"name\": \"a\", \"op\": \"output\", \"target\": \"o\", \"other\": {inner}}}"),
+                ] {
+                    let text = format!(
+                        "{{\"format\": \"commlens.graph\", \"version\": 1, \"nodes\": [{node}]}}"
+                    );
+                    same(text.as_bytes());
+                }
+                same(format!("{{\"source\": {inner}}}").as_bytes());
+                same(inner.as_bytes());
+            }
+        }
     }
 }

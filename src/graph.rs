@@ -3,7 +3,7 @@
 
 use crate::dump::{Dump, Node, Op};
 use crate::value::PyValue;
-use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Graph position of a node (its index in `nodes`).
 pub type NodeId = usize;
@@ -84,40 +84,66 @@ pub struct NodeFacts {
 #[derive(Clone, Debug)]
 pub struct Graph {
     pub dump: Dump,
-    by_name: HashMap<String, NodeId>,
-    /// Distinct input nodes of each node (args then kwargs), as `node.all_input_nodes`.
-    inputs: Vec<Vec<NodeId>>,
-    /// Users of each node in graph order, as `node.users`.
-    users: Vec<Vec<NodeId>>,
+    /// Built on the first [`Graph::find`]: reading and drawing a dump never need it.
+    by_name: OnceLock<NameTable>,
+    /// Distinct input nodes of each node (args then kwargs), as `node.all_input_nodes`:
+    /// node `id`'s are `input_list[input_start[id]..input_start[id + 1]]`.
+    input_start: Vec<usize>,
+    input_list: Vec<NodeId>,
+    /// Users of each node in graph order, as `node.users`, laid out like the inputs.
+    user_start: Vec<usize>,
+    user_list: Vec<NodeId>,
     facts: Vec<NodeFacts>,
 }
 
 impl Graph {
     pub fn new(dump: Dump) -> Graph {
         let count = dump.nodes.len();
-        let mut by_name = HashMap::with_capacity(count);
-        let mut inputs = Vec::with_capacity(count);
-        let mut users: Vec<Vec<NodeId>> = vec![Vec::new(); count];
+        let mut input_start = Vec::with_capacity(count + 1);
+        let mut input_list = Vec::with_capacity(count * 2);
+        let mut user_count = vec![0usize; count + 1];
         let mut facts = Vec::with_capacity(count);
-        for (id, node) in dump.nodes.iter().enumerate() {
-            by_name.insert(node.name.clone(), id);
-            let mut own = Vec::new();
+        input_start.push(0);
+        for node in &dump.nodes {
+            let start = input_list.len();
             for value in node.args.iter().chain(node.kwargs.values()) {
-                collect_refs(value, &mut own);
+                collect_refs(value, start, &mut input_list);
             }
-            for &input in &own {
+            for &input in &input_list[start..] {
                 if input < count {
-                    users[input].push(id);
+                    user_count[input] += 1;
                 }
             }
-            inputs.push(own);
+            input_start.push(input_list.len());
             facts.push(node_facts(node));
+        }
+        // Users: counts to offsets, then each node appended to its inputs' lists in graph
+        // order, so every list is sorted as `node.users` is.
+        let mut user_start = Vec::with_capacity(count + 1);
+        let mut total = 0;
+        for c in &user_count {
+            user_start.push(total);
+            total += c;
+        }
+        user_start.truncate(count + 1);
+        let mut cursor = user_count;
+        cursor.copy_from_slice(&user_start);
+        let mut user_list = vec![0; total];
+        for id in 0..count {
+            for &input in &input_list[input_start[id]..input_start[id + 1]] {
+                if input < count {
+                    user_list[cursor[input]] = id;
+                    cursor[input] += 1;
+                }
+            }
         }
         Graph {
             dump,
-            by_name,
-            inputs,
-            users,
+            by_name: OnceLock::new(),
+            input_start,
+            input_list,
+            user_start,
+            user_list,
             facts,
         }
     }
@@ -139,15 +165,18 @@ impl Graph {
     }
 
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        self.by_name.get(name).copied()
+        let nodes = &self.dump.nodes;
+        self.by_name
+            .get_or_init(|| NameTable::new(nodes))
+            .find(nodes, name)
     }
 
     pub fn inputs(&self, id: NodeId) -> &[NodeId] {
-        &self.inputs[id]
+        &self.input_list[self.input_start[id]..self.input_start[id + 1]]
     }
 
     pub fn users(&self, id: NodeId) -> &[NodeId] {
-        &self.users[id]
+        &self.user_list[self.user_start[id]..self.user_start[id + 1]]
     }
 
     pub fn facts(&self, id: NodeId) -> NodeFacts {
@@ -178,7 +207,7 @@ impl Graph {
         let mut seen = vec![wait];
         let mut stack = vec![wait];
         while let Some(current) = stack.pop() {
-            for &user in &self.users[current] {
+            for &user in self.users(current) {
                 if self.facts[user].view {
                     if !seen.contains(&user) {
                         seen.push(user);
@@ -201,7 +230,7 @@ impl Graph {
         let mut current = self.node(rs).args.first().and_then(crate::dump::node_index);
         while let Some(id) = current {
             let node = self.node(id);
-            let only_user = self.users[id].len() == 1 && self.users[id][0] == previous;
+            let only_user = self.users(id) == [previous];
             let reshapes = node.op == Op::CallFunction
                 && RS_LAYOUT_OPS
                     .iter()
@@ -217,18 +246,158 @@ impl Graph {
     }
 }
 
-fn collect_refs(value: &PyValue, out: &mut Vec<NodeId>) {
+/// Appends the distinct node references in `value` to `out[start..]`.
+fn collect_refs(value: &PyValue, start: usize, out: &mut Vec<NodeId>) {
     match value {
         PyValue::Node(r) => {
             if let Some(index) = r.index {
-                if !out.contains(&index) {
+                if !out[start..].contains(&index) {
                     out.push(index);
                 }
             }
         }
-        PyValue::List(items) => items.iter().for_each(|item| collect_refs(item, out)),
-        PyValue::Dict(map) => map.values().for_each(|item| collect_refs(item, out)),
+        PyValue::List(items) => items.iter().for_each(|item| collect_refs(item, start, out)),
+        PyValue::Dict(map) => map.values().for_each(|item| collect_refs(item, start, out)),
         _ => {}
+    }
+}
+
+/// FxHash (as rustc uses it, with rustc-hash 2's multiplier and final rotation): fast for the
+/// short node names of a dump. Not DoS-resistant, which a reader of local files does not need.
+#[derive(Clone, Copy, Default)]
+struct FxHasher {
+    hash: u64,
+}
+
+const FX_SEED: u64 = 0xf135_7aea_2e62_a9c5;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, byte: u8) {
+        self.add(byte as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash.rotate_left(26)
+    }
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = FxHasher::default();
+    name.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Node name to position without copying the names: an open-addressing table of node
+/// positions with their names' hashes, compared against the nodes' own names. Inserting a
+/// name again replaces its position (as inserting into a map would).
+#[derive(Clone, Debug)]
+pub(crate) struct NameTable {
+    /// (position, hash); `EMPTY` positions are free.
+    slots: Vec<(NodeId, u64)>,
+    len: usize,
+}
+
+impl NameTable {
+    const EMPTY: NodeId = NodeId::MAX;
+
+    /// A table for about `count` names (it grows beyond).
+    pub(crate) fn with_capacity(count: usize) -> NameTable {
+        let size = (count * 2).max(16).next_power_of_two();
+        NameTable {
+            slots: vec![(Self::EMPTY, 0); size],
+            len: 0,
+        }
+    }
+
+    fn new(nodes: &[Node]) -> NameTable {
+        let mut table = NameTable::with_capacity(nodes.len());
+        for id in 0..nodes.len() {
+            table.insert(nodes, id);
+        }
+        table
+    }
+
+    /// The slot of `name`, or the free slot where it would go.
+    fn slot(&self, nodes: &[Node], name: &str, hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = hash as usize & mask;
+        loop {
+            let (slot, slot_hash) = self.slots[at];
+            if slot == Self::EMPTY || (slot_hash == hash && nodes[slot].name == name) {
+                return at;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Adds `nodes[id]` under its name.
+    pub(crate) fn insert(&mut self, nodes: &[Node], id: NodeId) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let name = nodes[id].name.as_str();
+        let hash = name_hash(name);
+        let at = self.slot(nodes, name, hash);
+        if self.slots[at].0 == Self::EMPTY {
+            self.len += 1;
+        }
+        self.slots[at] = (id, hash);
+    }
+
+    /// Doubles the table; the stored hashes place the entries without reading the names.
+    fn grow(&mut self) {
+        let size = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![(Self::EMPTY, 0); size]);
+        let mask = size - 1;
+        for (id, hash) in old {
+            if id == Self::EMPTY {
+                continue;
+            }
+            let mut at = hash as usize & mask;
+            while self.slots[at].0 != Self::EMPTY {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = (id, hash);
+        }
+    }
+
+    pub(crate) fn find(&self, nodes: &[Node], name: &str) -> Option<NodeId> {
+        let at = self.slot(nodes, name, name_hash(name));
+        match self.slots[at].0 {
+            Self::EMPTY => None,
+            id => Some(id),
+        }
     }
 }
 
@@ -268,25 +437,21 @@ pub fn collective_op(node: &Node) -> Option<&str> {
     (COLLECTIVE_NAMESPACES.contains(&namespace) && COLLECTIVE_OPS.contains(&op)).then_some(op)
 }
 
-fn is_wait_target(target: &str) -> bool {
-    COLLECTIVE_NAMESPACES
-        .iter()
-        .any(|ns| target_is_op(target, ns, "wait_tensor"))
-}
-
 fn node_facts(node: &Node) -> NodeFacts {
     if node.op != Op::CallFunction {
         return NodeFacts::default();
     }
-    let collective = collective_op(node).is_some();
-    let wait_any = is_wait_target(&node.target);
+    // `collective_op`, `is_wait_target` and `target_is_op` on one split of the target.
+    let split = split_op(&node.target);
+    let collective = matches!(split, Some((ns, op, _))
+        if COLLECTIVE_NAMESPACES.contains(&ns) && COLLECTIVE_OPS.contains(&op));
+    let wait_any = matches!(split, Some((ns, "wait_tensor", _))
+        if COLLECTIVE_NAMESPACES.contains(&ns));
     let view = match node.alias {
         Some(alias) => alias,
         None => {
             node.target == "_operator.getitem"
-                || VIEW_OPS
-                    .iter()
-                    .any(|op| target_is_op(&node.target, "aten", op))
+                || matches!(split, Some(("aten", op, _)) if VIEW_OPS.contains(&op))
         }
     };
     let barrier = !collective
@@ -297,7 +462,7 @@ fn node_facts(node: &Node) -> NodeFacts {
         };
     NodeFacts {
         collective,
-        wait: target_is_op(&node.target, "_c10d_functional", "wait_tensor"),
+        wait: matches!(split, Some(("_c10d_functional", "wait_tensor", _))),
         view,
         barrier,
     }
@@ -361,5 +526,148 @@ mod tests {
         assert!(!effectful_by_name(
             "hyper_parallel.compile.passes.parallel.fsdp_pass._free_tensor_storage"
         ));
+    }
+
+    fn node(name: &str, target: &str, alias: Option<bool>, impure: Option<bool>) -> Node {
+        Node {
+            name: name.into(),
+            op: Op::CallFunction,
+            target: target.into(),
+            args: Vec::new(),
+            kwargs: Default::default(),
+            meta: Default::default(),
+            alias,
+            impure,
+            repr: None,
+        }
+    }
+
+    /// `node_facts` splits the target once; it must agree with the helpers it stands for.
+    #[test]
+    fn node_facts_agree_with_the_helpers() {
+        let mut targets: Vec<String> = vec![
+            "_operator.getitem".into(),
+            "aten".into(),
+            "aten.".into(),
+            ".view".into(),
+            "a.b.c.d".into(),
+            "higher_order.with_effects".into(),
+            "profiler._record_function_enter_new.default".into(),
+        ];
+        for ns in [
+            "aten",
+            "prims",
+            "_c10d_functional",
+            "c10d_functional",
+            "inductor",
+        ] {
+            let ops = VIEW_OPS.iter().chain(COLLECTIVE_OPS).chain(&[
+                "wait_tensor",
+                "mm",
+                "copy_",
+                "add_",
+                "resize_storage_bytes_",
+            ]);
+            for op in ops {
+                for overload in ["", ".default", ".Tensor", ".x.y"] {
+                    targets.push(format!("{ns}.{op}{overload}"));
+                }
+            }
+        }
+        for target in &targets {
+            for alias in [None, Some(false), Some(true)] {
+                for impure in [None, Some(false), Some(true)] {
+                    let n = node("n", target, alias, impure);
+                    let collective = collective_op(&n).is_some();
+                    let wait_any = COLLECTIVE_NAMESPACES
+                        .iter()
+                        .any(|ns| target_is_op(target, ns, "wait_tensor"));
+                    let expected = NodeFacts {
+                        collective,
+                        wait: target_is_op(target, "_c10d_functional", "wait_tensor"),
+                        view: alias.unwrap_or_else(|| {
+                            target == "_operator.getitem"
+                                || VIEW_OPS.iter().any(|op| target_is_op(target, "aten", op))
+                        }),
+                        barrier: !collective
+                            && !wait_any
+                            && impure.unwrap_or_else(|| effectful_by_name(target)),
+                    };
+                    assert_eq!(node_facts(&n), expected, "{target} {alias:?} {impure:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn names_find_their_last_node() {
+        let names = ["a", "b", "a", "", "ccccccccccccccccc", "b"];
+        let dump = Dump {
+            nodes: names
+                .iter()
+                .map(|n| node(n, "aten.mm", None, None))
+                .collect(),
+            group_ranks: None,
+            modules: Vec::new(),
+            state_fqns: Vec::new(),
+            source: None,
+            planner: None,
+            warnings: Vec::new(),
+        };
+        let graph = Graph::new(dump);
+        assert_eq!(graph.find("a"), Some(2));
+        assert_eq!(graph.find("b"), Some(5));
+        assert_eq!(graph.find(""), Some(3));
+        assert_eq!(graph.find("ccccccccccccccccc"), Some(4));
+        assert_eq!(graph.find("c"), None);
+        let many: Vec<Node> = (0..5000)
+            .map(|i| node(&format!("n{i}"), "aten.mm", None, None))
+            .collect();
+        let graph = Graph::new(Dump {
+            nodes: many,
+            ..graph.dump.clone()
+        });
+        for i in 0..5000 {
+            assert_eq!(graph.find(&format!("n{i}")), Some(i));
+        }
+        assert_eq!(graph.find("n5000"), None);
+    }
+
+    /// The flat input and user lists hold what per-node lists built the plain way hold.
+    #[test]
+    fn inputs_and_users_as_node_lists() {
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(3000));
+        let graph = Graph::new(crate::read_dump(text.as_bytes()).expect("dump"));
+        let mut users: Vec<Vec<NodeId>> = vec![Vec::new(); graph.len()];
+        for (id, node) in graph.nodes().iter().enumerate() {
+            let mut own: Vec<NodeId> = Vec::new();
+            for value in node.args.iter().chain(node.kwargs.values()) {
+                fn walk(value: &PyValue, out: &mut Vec<NodeId>) {
+                    match value {
+                        PyValue::Node(r) => {
+                            if let Some(i) = r.index {
+                                if !out.contains(&i) {
+                                    out.push(i);
+                                }
+                            }
+                        }
+                        PyValue::List(items) => items.iter().for_each(|v| walk(v, out)),
+                        PyValue::Dict(map) => map.values().for_each(|v| walk(v, out)),
+                        _ => {}
+                    }
+                }
+                walk(value, &mut own);
+            }
+            for &input in &own {
+                users[input].push(id);
+            }
+            assert_eq!(graph.inputs(id), &own[..]);
+        }
+        let mut edges = 0;
+        for (id, expected) in users.iter().enumerate() {
+            assert_eq!(graph.users(id), &expected[..]);
+            edges += expected.len();
+        }
+        assert!(edges > graph.len());
     }
 }

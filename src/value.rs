@@ -7,6 +7,9 @@
 //! flattening everything into JSON.
 
 use indexmap::IndexMap;
+use serde::de;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 
 /// A decoded dump value (argument or metadata).
 #[derive(Clone, Debug, PartialEq)]
@@ -401,7 +404,7 @@ fn non_finite(text: &str) -> Option<f64> {
     }
 }
 
-fn decode_at(
+pub(crate) fn decode_at(
     value: serde_json::Value,
     context: Context,
     path: &mut String,
@@ -519,6 +522,501 @@ pub fn kind_of(value: &serde_json::Value) -> &'static str {
         J::String(_) => "a string",
         J::Array(_) => "an array",
         J::Object(_) => "an object",
+    }
+}
+
+// Streaming decoding: `read_dump` decodes argument and metadata values straight from the
+// JSON text with these seeds, without building a `serde_json::Value` first. The result is
+// exactly what `PyValue::decode` gives for the same text (same values, same first error with
+// the same path), including for duplicate keys (last value, first position) and for
+// `{"tensor": ...}` in arguments (decoded as metadata). The seeds never fail on their own: the
+// only errors they pass on are serde_json's syntax errors, at the positions a `Value` parse
+// reports them.
+
+/// The JSON kind a value was written as, for messages ([`kind_of`]'s words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Null,
+    Bool,
+    Int,
+    Float,
+    Str,
+    Array,
+    Object,
+}
+
+impl Kind {
+    /// [`kind_of`] of a value of this kind.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "a boolean",
+            Kind::Float => "a float",
+            Kind::Int => "an integer",
+            Kind::Str => "a string",
+            Kind::Array => "an array",
+            Kind::Object => "an object",
+        }
+    }
+}
+
+/// A value decoded while parsing, with the JSON kind it was written as.
+pub(crate) struct Decoded {
+    pub(crate) value: Result<PyValue, DecodeError>,
+    pub(crate) kind: Kind,
+}
+
+impl Decoded {
+    fn ok(value: PyValue, kind: Kind) -> Decoded {
+        Decoded {
+            value: Ok(value),
+            kind,
+        }
+    }
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+pub(crate) struct KeySeed;
+
+impl<'de> de::DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> de::Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(s))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(s.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(s))
+    }
+}
+
+/// Any JSON value, parsed (so syntax and UTF-8 are checked as a `Value` parse checks them)
+/// and dropped.
+pub(crate) struct Skip;
+
+impl<'de> de::Deserialize<'de> for Skip {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Skip, D::Error> {
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> de::Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        skip_seq(&mut seq)?;
+        Ok(Skip)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        skip_map(&mut map)?;
+        Ok(Skip)
+    }
+}
+
+/// Parses and drops the rest of a sequence.
+pub(crate) fn skip_seq<'de, A: de::SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {
+    while seq.next_element::<Skip>()?.is_some() {}
+    Ok(())
+}
+
+/// Parses and drops the rest of a map.
+pub(crate) fn skip_map<'de, A: de::MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
+    while map.next_key_seed(KeySeed)?.is_some() {
+        map.next_value::<Skip>()?;
+    }
+    Ok(())
+}
+
+/// Buffers shared by the seeds of one parse. Lists and dicts are gathered here (as stacks: a
+/// nested value uses the space above its parent's) and then allocated at their exact size.
+#[derive(Default)]
+pub(crate) struct DecodeScratch {
+    /// Node references decoded in metadata so far (so the reader can skip resolving the
+    /// metadata of nodes without any).
+    pub(crate) meta_refs: Cell<usize>,
+    items: RefCell<Vec<PyValue>>,
+    entries: RefCell<Vec<(String, PyValue)>>,
+}
+
+impl DecodeScratch {
+    pub(crate) fn seed(&self, context: Context) -> DecodeSeed<'_> {
+        DecodeSeed {
+            context,
+            scratch: self,
+        }
+    }
+
+    /// Where the entries of a dict being gathered start.
+    pub(crate) fn entries_mark(&self) -> usize {
+        self.entries.borrow().len()
+    }
+
+    pub(crate) fn push_entry(&self, key: String, value: PyValue) {
+        self.entries.borrow_mut().push((key, value));
+    }
+
+    /// The entries gathered since `mark` as a map: as a `serde_json::Map`, a repeated key keeps
+    /// its first position and its last value.
+    pub(crate) fn take_map(&self, mark: usize) -> IndexMap<String, PyValue> {
+        let mut entries = self.entries.borrow_mut();
+        let mut map = IndexMap::with_capacity(entries.len() - mark);
+        map.extend(entries.drain(mark..));
+        map
+    }
+}
+
+/// Decodes one dump value in `context` as [`PyValue::decode`] does.
+#[derive(Clone, Copy)]
+pub(crate) struct DecodeSeed<'a> {
+    context: Context,
+    scratch: &'a DecodeScratch,
+}
+
+impl<'de> de::DeserializeSeed<'de> for DecodeSeed<'_> {
+    type Value = Decoded;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Decoded, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// An object's entry value: decoded, or (`"tensor"` in arguments, whose meaning depends on
+/// whether it is the object's only key) kept as JSON.
+enum Entry {
+    Decoded(Decoded),
+    Json(serde_json::Value),
+}
+
+impl Entry {
+    fn kind(&self) -> Kind {
+        match self {
+            Entry::Decoded(d) => d.kind,
+            Entry::Json(j) => {
+                use serde_json::Value as J;
+                match j {
+                    J::Null => Kind::Null,
+                    J::Bool(_) => Kind::Bool,
+                    J::Number(n) if n.is_f64() => Kind::Float,
+                    J::Number(_) => Kind::Int,
+                    J::String(_) => Kind::Str,
+                    J::Array(_) => Kind::Array,
+                    J::Object(_) => Kind::Object,
+                }
+            }
+        }
+    }
+}
+
+struct EntrySeed<'a, 'k> {
+    key: &'k str,
+    seed: DecodeSeed<'a>,
+}
+
+impl<'de> de::DeserializeSeed<'de> for EntrySeed<'_, '_> {
+    type Value = Entry;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Entry, D::Error> {
+        if self.seed.context == Context::Args && self.key == "tensor" {
+            use serde::Deserialize;
+            serde_json::Value::deserialize(deserializer).map(Entry::Json)
+        } else {
+            self.seed.deserialize(deserializer).map(Entry::Decoded)
+        }
+    }
+}
+
+/// The text of a value decoded from a JSON string (a `Str`, or in metadata a `Dtype`).
+fn decoded_text(value: Result<PyValue, DecodeError>) -> String {
+    match value {
+        Ok(PyValue::Str(s)) | Ok(PyValue::Dtype(s)) => s,
+        // Not reached: JSON strings decode to one of the above.
+        Ok(other) => other.py_str(),
+        Err(e) => e.message,
+    }
+}
+
+fn prefixed(segment: String, e: DecodeError) -> DecodeError {
+    DecodeError {
+        path: segment + &e.path,
+        message: e.message,
+    }
+}
+
+impl DecodeSeed<'_> {
+    fn string(self, s: String) -> Decoded {
+        let value = if self.context == Context::Meta
+            && s.starts_with("torch.")
+            && TORCH_DTYPES.contains(&s.as_str())
+        {
+            PyValue::Dtype(s)
+        } else {
+            PyValue::Str(s)
+        };
+        Decoded::ok(value, Kind::Str)
+    }
+
+    /// `decode_single` for an object whose only key is `key`.
+    fn single(self, key: Cow<'_, str>, entry: Entry) -> Result<PyValue, DecodeError> {
+        let kind = entry.kind();
+        let decoded = match entry {
+            Entry::Json(inner) => {
+                // "tensor" in arguments.
+                return match inner {
+                    inner @ serde_json::Value::Object(_) => {
+                        let summary = decode_at(inner, Context::Meta, &mut String::new())?;
+                        Ok(PyValue::Tensor(Box::new(summary)))
+                    }
+                    _ => Err(DecodeError {
+                        path: String::new(),
+                        message: "{\"tensor\": ...} must hold an object".to_string(),
+                    }),
+                };
+            }
+            Entry::Decoded(decoded) => decoded,
+        };
+        match (key.as_ref(), kind) {
+            ("node", Kind::Str) => {
+                if self.context == Context::Meta {
+                    let refs = &self.scratch.meta_refs;
+                    refs.set(refs.get() + 1);
+                }
+                return Ok(PyValue::Node(NodeRef {
+                    name: decoded_text(decoded.value),
+                    index: None,
+                }));
+            }
+            ("dtype", Kind::Str) => return Ok(PyValue::Dtype(decoded_text(decoded.value))),
+            ("device", Kind::Str) => return Ok(PyValue::Device(decoded_text(decoded.value))),
+            ("sym", Kind::Str) => return Ok(PyValue::Sym(decoded_text(decoded.value))),
+            ("repr", Kind::Str) => {
+                let s = decoded_text(decoded.value);
+                return Ok(match non_finite(&s) {
+                    Some(f) => PyValue::Float(f),
+                    None => PyValue::Opaque(s),
+                });
+            }
+            // Arguments keep "tensor" as JSON (above), so this is metadata.
+            ("tensor", Kind::Object) => return Ok(PyValue::Tensor(Box::new(decoded.value?))),
+            _ => {}
+        }
+        match self.context {
+            Context::Args => Err(DecodeError {
+                path: String::new(),
+                message: match key.as_ref() {
+                    "node" | "dtype" | "device" | "sym" | "repr" => format!(
+                        "{{{key:?}: ...}} must hold a string, found {}",
+                        kind.describe()
+                    ),
+                    "tensor" => "{\"tensor\": ...} must hold an object".to_string(),
+                    _ => format!(
+                        "an object with the single key {key:?} is not a valid argument \
+                         (expected one of \"node\", \"dtype\", \"device\", \"sym\", \"repr\")"
+                    ),
+                },
+            }),
+            Context::Meta => {
+                let segment = format!("[{}]", py_repr_str(&key));
+                let value = decoded.value.map_err(|e| prefixed(segment, e))?;
+                let mut map = IndexMap::with_capacity(1);
+                map.insert(key.into_owned(), value);
+                Ok(PyValue::Dict(map))
+            }
+        }
+    }
+}
+
+impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
+    type Value = Decoded;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Decoded, E> {
+        Ok(Decoded::ok(PyValue::None, Kind::Null))
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Decoded, E> {
+        Ok(Decoded::ok(PyValue::Bool(b), Kind::Bool))
+    }
+
+    fn visit_i64<E: de::Error>(self, i: i64) -> Result<Decoded, E> {
+        Ok(Decoded::ok(PyValue::Int(i as i128), Kind::Int))
+    }
+
+    fn visit_u64<E: de::Error>(self, u: u64) -> Result<Decoded, E> {
+        Ok(Decoded::ok(PyValue::Int(u as i128), Kind::Int))
+    }
+
+    fn visit_f64<E: de::Error>(self, f: f64) -> Result<Decoded, E> {
+        Ok(Decoded::ok(PyValue::Float(f), Kind::Float))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Decoded, E> {
+        Ok(self.string(s.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Decoded, E> {
+        Ok(self.string(s))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Decoded, A::Error> {
+        let mark = self.scratch.items.borrow().len();
+        let mut error = None;
+        let mut i = 0usize;
+        while let Some(item) = seq.next_element_seed(self)? {
+            if error.is_none() {
+                match item.value {
+                    Ok(value) => self.scratch.items.borrow_mut().push(value),
+                    Err(e) => error = Some(prefixed(format!("[{i}]"), e)),
+                }
+            }
+            i += 1;
+        }
+        let mut items = self.scratch.items.borrow_mut();
+        Ok(Decoded {
+            value: match error {
+                None => Ok(PyValue::List(items.drain(mark..).collect())),
+                Some(e) => {
+                    items.truncate(mark);
+                    Err(e)
+                }
+            },
+            kind: Kind::Array,
+        })
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Decoded, A::Error> {
+        let done = |value| {
+            Ok(Decoded {
+                value,
+                kind: Kind::Object,
+            })
+        };
+        let Some(first) = map.next_key_seed(KeySeed)? else {
+            return done(Ok(PyValue::Dict(IndexMap::new())));
+        };
+        let entry = map.next_value_seed(EntrySeed {
+            key: &first,
+            seed: self,
+        })?;
+        let Some(mut key) = map.next_key_seed(KeySeed)? else {
+            return done(self.single(first, entry));
+        };
+        // Two or more keys (or one key written more than once). As a `serde_json::Map`:
+        // a repeated key keeps its first position and takes its last value.
+        if self.context == Context::Meta {
+            // Metadata never fails to decode.
+            let meta_value = |d: Decoded| d.value.unwrap_or(PyValue::None);
+            let mut last_kind;
+            let mark = self.scratch.entries_mark();
+            if let Entry::Decoded(d) = entry {
+                self.scratch.push_entry(first.into_owned(), meta_value(d));
+            }
+            loop {
+                let decoded = map.next_value_seed(self)?;
+                last_kind = decoded.kind;
+                self.scratch
+                    .push_entry(key.into_owned(), meta_value(decoded));
+                match map.next_key_seed(KeySeed)? {
+                    Some(next) => key = next,
+                    None => break,
+                }
+            }
+            let mut out = self.scratch.take_map(mark);
+            if out.len() == 1 {
+                // Every entry had the same key: the survivor is the last one decoded.
+                let (key, value) = out.pop().expect("one entry");
+                let entry = Entry::Decoded(Decoded::ok(value, last_kind));
+                return done(self.single(Cow::Owned(key), entry));
+            }
+            return done(Ok(PyValue::Dict(out)));
+        }
+        let mut entries: IndexMap<String, Entry> = IndexMap::with_capacity(4);
+        entries.insert(first.into_owned(), entry);
+        loop {
+            let entry = map.next_value_seed(EntrySeed {
+                key: &key,
+                seed: self,
+            })?;
+            entries.insert(key.into_owned(), entry);
+            match map.next_key_seed(KeySeed)? {
+                Some(next) => key = next,
+                None => break,
+            }
+        }
+        if entries.len() == 1 {
+            let (key, entry) = entries.pop().expect("one entry");
+            return done(self.single(Cow::Owned(key), entry));
+        }
+        let mut out = IndexMap::with_capacity(entries.len());
+        for (key, entry) in entries {
+            let value = match entry {
+                Entry::Decoded(Decoded { value: Ok(v), .. }) => v,
+                Entry::Decoded(Decoded { value: Err(e), .. }) => {
+                    return done(Err(prefixed(format!("[{}]", py_repr_str(&key)), e)));
+                }
+                Entry::Json(inner) => {
+                    let mut path = format!("[{}]", py_repr_str(&key));
+                    match decode_at(inner, self.context, &mut path) {
+                        Ok(v) => v,
+                        Err(e) => return done(Err(e)),
+                    }
+                }
+            };
+            out.insert(key, value);
+        }
+        done(Ok(PyValue::Dict(out)))
     }
 }
 

@@ -1,20 +1,33 @@
 //! Classification: payloads, producer tags, structural heuristics, precedence, derived
 //! attributes, and the transform rules for nodes that record their provenance.
 //!
-//! Ancestor and reachability questions are answered for all nodes at once, in one pass in
-//! graph order (placeholder ancestors, capped at "many") and one in reverse order (unary path
-//! to the output), so classification is linear in the size of the graph.
+//! Cost model: a large dump is far bigger than the caches, so the cost is the memory touched,
+//! not the instructions. Classification therefore
+//!
+//! - walks the node list once (op, facts and, for calls, the target) to find the collectives
+//!   and storage releases;
+//! - reads each collective's metadata in one pass over its entries ([`MetaView`]), comparing
+//!   key lengths before key text, instead of one hash lookup per key per question;
+//! - answers ancestor and reachability questions (placeholder ancestors, backward inputs,
+//!   unary path to the output, "after the first backward node") lazily and memoized, so only
+//!   the neighbourhood of the collectives is visited, each node at most once per question;
+//! - records evidence as structured [`Detail`]s (node ids) and renders text only for output
+//!   and for diagnostics;
+//! - decides the precedence of each collective while its data is still in cache (all-reduces
+//!   and transformed nodes wait for the rules that need the whole graph).
+//!
+//! It stays linear in the size of the graph.
 
-use super::payload::{self, raw_payloads, read_payload, CommType, Location, Payload};
+use super::payload::{self, read_payload, CommType, Location, Payload, FALLBACK_KEY, PAYLOAD_KEY};
 use super::transform::{self, Combined, TransformKind};
 use super::{
-    rules, Classification, Code, CollectiveIdentity, Coverage, Diagnostic, Evidence, MemoryEvent,
-    Phase, Role, Source, Transport,
+    rules, Classification, Code, CollectiveIdentity, Coverage, Detail, Diagnostic, Evidence,
+    MemoryEvent, Phase, Role, Source, Transport,
 };
 use crate::dump::{Node, Op};
 use crate::graph::{collective_op, is_op, split_op, Graph, NodeId};
 use crate::value::PyValue;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Classifies every collective of `graph`. Transform provenance members are looked up by node
 /// name in the graph itself.
@@ -29,125 +42,166 @@ pub fn classify_with_members(
     graph: &Graph,
     members: Option<(&Graph, &Classification)>,
 ) -> Classification {
-    let structure = Structure::new(graph);
+    let mut structure = Structure::new(graph);
     let mut diags: Vec<(NodeId, Diagnostic)> = Vec::new();
-    let mut collectives: Vec<CollectiveIdentity> = Vec::new();
-    let mut declared: Vec<Declared> = Vec::new();
     let mut memory_events = Vec::new();
 
+    let capacity = (0..graph.len())
+        .filter(|&id| graph.facts(id).collective)
+        .count();
+    let mut collectives: Vec<CollectiveIdentity> = Vec::with_capacity(capacity);
+    // Entries decided later, with their declarations: all-reduces (group transitivity needs
+    // the final all-gather roles) and transformed nodes (their rules need every base
+    // identity).
+    let mut all_reduces: Vec<(usize, Declared)> = Vec::new();
+    let mut transformed: Vec<(usize, Declared)> = Vec::new();
+    // Backward all-gathers that may re-gather a forward-gathered placeholder.
+    let mut regathers: Vec<(usize, u32)> = Vec::new();
+    let mut forward_gathered = Bitset::new(graph.len());
+
+    // One pass over the nodes: collective starts and opaque fused ops are classified as they
+    // are found (their node is in cache), storage releases become memory events.
     for (id, node) in graph.nodes().iter().enumerate() {
         if node.op != Op::CallFunction {
             continue;
         }
         let facts = graph.facts(id);
-        let (op, transport) = if facts.collective {
+        let (transport, op) = if facts.collective {
             match collective_op(node) {
-                Some(op) => (op.to_string(), Transport::of_op(op)),
+                Some(op) => (Transport::of_op(op), op),
                 None => continue,
             }
+        } else if facts.wait || node.target.len() < "symm_mem.fused_".len() {
+            // A wait is `_c10d_functional.wait_tensor`; shorter targets are neither a fused
+            // op nor a storage release: no need to read the target.
+            continue;
         } else if let Some(op) = fused_op(node) {
-            (op.to_string(), Transport::Fused)
+            (Transport::Fused, op)
         } else {
             // Storage releases are the FSDP pass's `_free_tensor_storage` calls.
-            if facts.wait || facts.view || !crate::graph::is_free_tensor_storage(node) {
-                continue;
-            }
-            if let Some(tag) = node.meta_str("comm_type") {
-                if let Some(CommType::Free(phase)) = payload::comm_type(tag) {
-                    memory_events.push(MemoryEvent {
-                        node: id,
-                        name: node.name.clone(),
-                        comm_type: tag.to_string(),
-                        param_name: node.meta_str("param_name").map(str::to_string),
-                        phase,
-                    });
+            if !facts.view && crate::graph::is_free_tensor_storage(node) {
+                let tag = meta_get(node, "comm_type").and_then(PyValue::as_str);
+                if let Some(tag) = tag {
+                    if let Some(CommType::Free(phase)) = payload::comm_type(tag) {
+                        memory_events.push(MemoryEvent {
+                            node: id,
+                            name: node.name.clone(),
+                            comm_type: tag.to_string(),
+                            param_name: meta_get(node, "param_name")
+                                .and_then(PyValue::as_str)
+                                .map(str::to_string),
+                            phase,
+                        });
+                    }
                 }
             }
             continue;
         };
-        let (entry, decl) = base_identity(graph, &structure, id, op, transport, &mut diags);
+
+        let index = collectives.len();
+        let (mut entry, mut decl, placeholder, recompute_tag) =
+            base_identity(graph, &mut structure, id, op, transport, &mut diags);
+        let is_transformed = entry.transport == Transport::Fused
+            || entry
+                .provenance
+                .as_ref()
+                .is_some_and(|p| p.members.len() >= 2);
+        if is_transformed {
+            transformed.push((index, decl));
+        } else if entry.transport == Transport::AllReduce {
+            all_reduces.push((index, decl));
+        } else {
+            // Precedence now; nothing later changes a plain collective's declaration.
+            decide(graph, &mut entry, &mut decl, &mut diags);
+        }
+        if entry.transport == Transport::AllGather {
+            if let Some(p) = placeholder {
+                match entry.phase {
+                    Phase::Forward => forward_gathered.insert(p as usize),
+                    Phase::Backward => regathers.push((index, p)),
+                }
+            }
+        }
+        entry.recomputed = entry.phase == Phase::Backward && recompute_tag;
         collectives.push(entry);
-        declared.push(decl);
     }
 
-    // Transforms: nodes made from several collectives get the identity the rules give.
-    let transformed = |c: &CollectiveIdentity| {
-        c.transport == Transport::Fused
-            || c.provenance.as_ref().is_some_and(|p| p.members.len() >= 2)
-    };
-    if collectives.iter().any(transformed) {
-        let base_snapshot;
+    // Transforms: nodes made from several collectives get the identity the rules give,
+    // judged on the members' base identities (before precedence).
+    if !transformed.is_empty() {
+        let base_snapshot: Vec<CollectiveIdentity>;
         let context: (&Graph, &[CollectiveIdentity], bool) = match members {
             Some((g, c)) => (g, &c.collectives, true),
             None => {
-                base_snapshot = collectives.clone();
+                base_snapshot = collectives
+                    .iter()
+                    .map(|c| CollectiveIdentity {
+                        role: None,
+                        source: None,
+                        producer: None,
+                        evidence: None,
+                        recomputed: false,
+                        ..c.clone()
+                    })
+                    .collect();
                 (graph, &base_snapshot, false)
             }
         };
-        for (entry, decl) in collectives.iter_mut().zip(&declared) {
-            if transformed(entry) {
-                apply_transform(entry, decl, context, &mut diags);
+        for (i, decl) in &transformed {
+            apply_transform(graph, &mut collectives[*i], decl, context, &mut diags);
+        }
+        for (i, mut decl) in transformed {
+            let entry = &mut collectives[i];
+            if entry.transport == Transport::AllReduce {
+                all_reduces.push((i, decl));
+            } else if entry.evidence.is_none() {
+                decide(graph, entry, &mut decl, &mut diags);
+            }
+        }
+        all_reduces.sort_unstable_by_key(|(i, _)| *i);
+    }
+
+    // Group transitivity for all-reduces from the final all-gather roles.
+    if !all_reduces.is_empty() {
+        let mut fsdp_groups: HashMap<&str, NodeId> = HashMap::new();
+        for c in &collectives {
+            if c.transport == Transport::AllGather && c.role == Some(Role::ParamUnshard) {
+                if let Some(group) = &c.group {
+                    fsdp_groups.entry(group.as_str()).or_insert(c.node);
+                }
+            }
+        }
+        let transitive: Vec<Option<NodeId>> = all_reduces
+            .iter()
+            .map(|(i, _)| {
+                collectives[*i]
+                    .group
+                    .as_deref()
+                    .and_then(|g| fsdp_groups.get(g).copied())
+            })
+            .collect();
+        for ((i, mut decl), ag) in all_reduces.into_iter().zip(transitive) {
+            let entry = &mut collectives[i];
+            if let Some(ag) = ag {
+                entry.heuristic = Some((
+                    Role::GradReplicateReduce,
+                    Evidence {
+                        rule: rules::AR_GROUP_TRANSITIVITY,
+                        detail: Detail::group_transitivity(entry.node, ag),
+                    },
+                ));
+            }
+            if entry.evidence.is_none() {
+                decide(graph, entry, &mut decl, &mut diags);
             }
         }
     }
 
-    // Precedence for everything but all-reduces, then group transitivity for all-reduces from
-    // the final all-gather roles.
-    for (entry, decl) in collectives.iter_mut().zip(&declared) {
-        if entry.evidence.is_none() && entry.transport != Transport::AllReduce {
-            decide(entry, decl, &mut diags);
+    // Derived: a backward all-gather of a placeholder gathered in the forward is a re-gather.
+    for (i, p) in regathers {
+        if forward_gathered.contains(p as usize) {
+            collectives[i].recomputed = true;
         }
-    }
-    let mut fsdp_groups: HashMap<String, String> = HashMap::new();
-    for c in &collectives {
-        if c.transport == Transport::AllGather && c.role == Some(Role::ParamUnshard) {
-            if let Some(group) = &c.group {
-                fsdp_groups
-                    .entry(group.clone())
-                    .or_insert_with(|| c.name.clone());
-            }
-        }
-    }
-    for (entry, decl) in collectives.iter_mut().zip(&declared) {
-        if entry.transport != Transport::AllReduce {
-            continue;
-        }
-        if let Some(ag) = entry.group.as_ref().and_then(|g| fsdp_groups.get(g)) {
-            entry.heuristic = Some((
-                Role::GradReplicateReduce,
-                Evidence {
-                    rule: rules::AR_GROUP_TRANSITIVITY,
-                    detail: format!(
-                        "process group {:?} also carries the FSDP all-gather {ag}",
-                        entry.group.as_deref().unwrap_or_default()
-                    ),
-                },
-            ));
-        }
-        if entry.evidence.is_none() {
-            decide(entry, decl, &mut diags);
-        }
-    }
-
-    // Derived attributes.
-    let forward_gathered: HashSet<u32> = collectives
-        .iter()
-        .filter(|c| c.transport == Transport::AllGather && c.phase == Phase::Forward)
-        .filter_map(|c| structure.single_placeholder(c.node))
-        .collect();
-    for entry in &mut collectives {
-        let node = graph.node(entry.node);
-        let regather = entry.transport == Transport::AllGather
-            && entry.phase == Phase::Backward
-            && structure
-                .single_placeholder(entry.node)
-                .is_some_and(|p| forward_gathered.contains(&p));
-        let recompute_tag = entry.phase == Phase::Backward
-            && node.meta("recompute").is_some_and(|value| match value {
-                PyValue::Bool(b) => *b,
-                other => other.py_str().to_ascii_uppercase().contains("RECOMPUTE"),
-            });
-        entry.recomputed = entry.phase == Phase::Backward && (regather || recompute_tag);
     }
 
     diags.sort_by_key(|(node, d)| (*node, d.code));
@@ -171,6 +225,110 @@ pub fn fused_op(node: &Node) -> Option<&str> {
     match split_op(&node.target) {
         Some(("symm_mem", op, _)) if op.starts_with("fused_") => Some(op),
         _ => None,
+    }
+}
+
+/// `node.meta.get(key)` by a scan of the entries that compares lengths before text: the
+/// entries of a node are contiguous, the key strings are not, and most keys differ in length.
+pub(crate) fn meta_get<'a>(node: &'a Node, key: &str) -> Option<&'a PyValue> {
+    node.meta
+        .iter()
+        .find(|(k, _)| k.len() == key.len() && k.as_str() == key)
+        .map(|(_, v)| v)
+}
+
+/// `node.meta_flag("autograd_backward")`.
+fn autograd_backward(node: &Node) -> bool {
+    meta_get(node, "autograd_backward").is_some_and(PyValue::truthy)
+}
+
+/// Everything the classifier reads from one node's metadata, in one pass over its entries.
+#[derive(Default)]
+struct MetaView<'a> {
+    /// `meta["comm_type"]` when it is a string.
+    comm_type: Option<&'a str>,
+    /// `meta["custom"]["distributed.comm_semantics"]`.
+    custom_payload: Option<&'a PyValue>,
+    /// `meta["comm_semantics"]`.
+    fallback_payload: Option<&'a PyValue>,
+    /// `bool(meta["autograd_backward"])`.
+    autograd_backward: bool,
+    /// `meta["recompute"]`.
+    recompute: Option<&'a PyValue>,
+    /// A provenance key is present (`bucketing_*_sources`, `fsdp_bucket_members`,
+    /// `from_node`).
+    provenance: bool,
+}
+
+impl<'a> MetaView<'a> {
+    fn of(node: &'a Node) -> MetaView<'a> {
+        let mut view = MetaView::default();
+        for (key, value) in &node.meta {
+            match key.len() {
+                6 if key == "custom" => {
+                    view.custom_payload = value.as_dict().and_then(|c| c.get(PAYLOAD_KEY));
+                }
+                9 => match key.as_str() {
+                    "comm_type" => view.comm_type = value.as_str(),
+                    "recompute" => view.recompute = Some(value),
+                    "from_node" => view.provenance = true,
+                    _ => {}
+                },
+                14 if key == FALLBACK_KEY => view.fallback_payload = Some(value),
+                17 if key == "autograd_backward" => view.autograd_backward = value.truthy(),
+                19 if key == "fsdp_bucket_members" => view.provenance = true,
+                _ => {}
+            }
+            // "bucketing_sources" (17 bytes) is the shortest `bucketing_*_sources` key.
+            if key.len() >= 17 && key.starts_with("bucketing_") && key.ends_with("_sources") {
+                view.provenance = true;
+            }
+        }
+        view
+    }
+
+    /// Only the payload keys (for waits and coalesced getitems).
+    fn payloads_of(node: &'a Node) -> MetaView<'a> {
+        let mut view = MetaView::default();
+        for (key, value) in &node.meta {
+            match key.len() {
+                6 if key == "custom" => {
+                    view.custom_payload = value.as_dict().and_then(|c| c.get(PAYLOAD_KEY));
+                }
+                14 if key == FALLBACK_KEY => view.fallback_payload = Some(value),
+                _ => {}
+            }
+        }
+        view
+    }
+
+    /// The payload values present, in precedence order (custom, then fallback).
+    fn payloads(&self) -> impl Iterator<Item = (Location, &'a PyValue)> {
+        self.custom_payload
+            .map(|v| (Location::Custom, v))
+            .into_iter()
+            .chain(self.fallback_payload.map(|v| (Location::Fallback, v)))
+    }
+}
+
+/// A fixed-size set of node positions.
+struct Bitset(Vec<u64>);
+
+impl Bitset {
+    fn new(len: usize) -> Bitset {
+        Bitset(vec![0; len.div_ceil(64)])
+    }
+
+    fn insert(&mut self, i: usize) {
+        if let Some(word) = self.0.get_mut(i / 64) {
+            *word |= 1 << (i % 64);
+        }
+    }
+
+    fn contains(&self, i: usize) -> bool {
+        self.0
+            .get(i / 64)
+            .is_some_and(|word| word & (1 << (i % 64)) != 0)
     }
 }
 
@@ -217,11 +375,13 @@ pub(super) fn process_group(node: &Node) -> Option<String> {
             return Some(group.to_string());
         }
     }
-    node.meta_str("comm_group").map(str::to_string)
+    meta_get(node, "comm_group")
+        .and_then(PyValue::as_str)
+        .map(str::to_string)
 }
 
 /// The waits of a start node, and the nodes between (coalesced getitems).
-fn waits_and_carriers(graph: &Graph, start: NodeId) -> (Vec<NodeId>, Vec<NodeId>) {
+pub(super) fn waits_and_carriers(graph: &Graph, start: NodeId) -> (Vec<NodeId>, Vec<NodeId>) {
     let mut waits = Vec::new();
     let mut carriers = Vec::new();
     for &user in graph.users(start) {
@@ -245,35 +405,51 @@ fn is_wait(graph: &Graph, id: NodeId) -> bool {
     graph.is_wait(id) || is_op(graph.node(id), "c10d_functional", "wait_tensor")
 }
 
-/// Payloads, `comm_type` and the all-gather / reduce-scatter heuristics of one collective.
+/// Payloads, `comm_type` and the all-gather / reduce-scatter heuristics of one collective;
+/// also its only placeholder ancestor (all-gathers) and its `recompute` tag.
 fn base_identity(
     graph: &Graph,
-    structure: &Structure,
+    structure: &mut Structure,
     id: NodeId,
-    op: String,
+    op: &str,
     transport: Transport,
     diags: &mut Vec<(NodeId, Diagnostic)>,
-) -> (CollectiveIdentity, Declared) {
+) -> (CollectiveIdentity, Declared, Option<u32>, bool) {
     let node = graph.node(id);
-    let name = node.name.clone();
-    let (waits, carriers) = waits_and_carriers(graph, id);
+    let name = &node.name;
+    let view = MetaView::of(node);
     let mut decl = Declared::default();
 
     // Payloads on the start node, in precedence order.
     let mut own: Vec<(Payload, Evidence)> = Vec::new();
-    for (location, value) in raw_payloads(node) {
+    for (location, value) in view.payloads() {
         if let Some(valid) = validate(graph, id, None, location, value, transport, diags) {
             own.push(valid);
         }
     }
-    // Payloads on waits / coalesced getitems.
+    // The waits, and payloads on waits / coalesced getitems (in `waits_and_carriers` order).
+    let mut waits: Vec<NodeId> = Vec::new();
     let mut carried: Vec<(Payload, Evidence, NodeId)> = Vec::new();
-    for &carrier in &carriers {
-        for (location, value) in raw_payloads(graph.node(carrier)) {
+    let mut carrier = |carrier: NodeId, diags: &mut Vec<(NodeId, Diagnostic)>| {
+        for (location, value) in MetaView::payloads_of(graph.node(carrier)).payloads() {
             if let Some((p, e)) =
                 validate(graph, id, Some(carrier), location, value, transport, diags)
             {
                 carried.push((p, e, carrier));
+            }
+        }
+    };
+    for &user in graph.users(id) {
+        if is_wait(graph, user) {
+            waits.push(user);
+            carrier(user, diags);
+        } else if graph.node(user).target == "_operator.getitem" {
+            carrier(user, diags);
+            for &inner in graph.users(user) {
+                if is_wait(graph, inner) {
+                    waits.push(inner);
+                    carrier(inner, diags);
+                }
             }
         }
     }
@@ -285,7 +461,11 @@ fn base_identity(
                     Code::ExplicitConflict,
                     vec![name.clone()],
                     first_ev.rule,
-                    format!("{}; {}", first_ev.detail, other_ev.detail),
+                    format!(
+                        "{}; {}",
+                        first_ev.detail_text(graph),
+                        other_ev.detail_text(graph)
+                    ),
                     format!(
                         "{name}: the payloads in {} and {} disagree; the first is used",
                         Location::Custom.path(),
@@ -295,7 +475,7 @@ fn base_identity(
             }
         }
     }
-    let chosen: Option<(Payload, Evidence)> = if let Some(first) = own.first() {
+    let chosen: Option<(Payload, Evidence)> = if let Some(first) = own.into_iter().next() {
         for (other, _, carrier) in &carried {
             if other.role != first.0.role || other.source != first.0.source {
                 let carrier_name = &graph.node(*carrier).name;
@@ -318,15 +498,15 @@ fn base_identity(
                 ));
             }
         }
-        Some(first.clone())
-    } else if let Some((p, e, carrier)) = carried.first() {
-        let carrier_name = &graph.node(*carrier).name;
+        Some(first)
+    } else if let Some((p, e, carrier)) = carried.into_iter().next() {
+        let carrier_name = &graph.node(carrier).name;
         diags.push(diag(
             id,
             Code::TagMovedFromWait,
             vec![name.clone(), carrier_name.clone()],
             rules::PAYLOAD_MOVED,
-            e.detail.clone(),
+            e.detail_text(graph),
             format!(
                 "the payload (role {}, {}) was found on {carrier_name}, not on the collective \
                  start; it was moved to {name}",
@@ -334,11 +514,15 @@ fn base_identity(
                 p.source.as_str()
             ),
         ));
+        let detail = match e.detail.moved() {
+            Some(moved) => moved,
+            None => Detail::text(format!("{} (moved to the start)", e.detail_text(graph))),
+        };
         Some((
-            p.clone(),
+            p,
             Evidence {
                 rule: rules::PAYLOAD_MOVED,
-                detail: format!("{} (moved to the start)", e.detail),
+                detail,
             },
         ))
     } else {
@@ -347,24 +531,21 @@ fn base_identity(
 
     // The FSDP pass's comm_type tag.
     let mut tagged: Option<(Role, Evidence)> = None;
-    if let Some(tag) = node.meta_str("comm_type") {
+    if let Some(tag) = view.comm_type {
         if let Some(CommType::Collective(role, _)) = payload::comm_type(tag) {
-            let detail = format!("meta[\"comm_type\"] = {tag:?} on {name}");
+            let evidence = Evidence {
+                rule: rules::COMM_TYPE,
+                detail: Detail::comm_type(id),
+            };
             if role.compatible_with(transport) {
-                tagged = Some((
-                    role,
-                    Evidence {
-                        rule: rules::COMM_TYPE,
-                        detail,
-                    },
-                ));
+                tagged = Some((role, evidence));
             } else {
                 diags.push(diag(
                     id,
                     Code::RoleTransportConflict,
                     vec![name.clone()],
                     rules::COMM_TYPE,
-                    detail,
+                    evidence.detail_text(graph),
                     format!(
                         "{name} calls {op} (transport {}) but meta[\"comm_type\"] = {tag:?} \
                          means {}, which needs another transport; the tag is ignored",
@@ -385,7 +566,7 @@ fn base_identity(
                         Code::ExplicitConflict,
                         vec![name.clone()],
                         e.rule,
-                        format!("{}; {}", e.detail, tag_ev.detail),
+                        format!("{}; {}", e.detail_text(graph), tag_ev.detail_text(graph)),
                         format!(
                             "{name}: the payload says {} but the comm_type tag says {}; the \
                              payload is used",
@@ -411,34 +592,28 @@ fn base_identity(
     }
 
     // Structural heuristics for all-gathers and reduce-scatters.
+    let mut placeholder = None;
     let heuristic = match transport {
-        Transport::AllGather => structure.single_placeholder(id).map(|p| {
-            (
-                Role::ParamUnshard,
-                Evidence {
-                    rule: rules::AG_SINGLE_PLACEHOLDER,
-                    detail: format!(
-                        "the input's only graph-input ancestor is {}",
-                        graph.node(p as usize).name
-                    ),
-                },
-            )
-        }),
+        Transport::AllGather => {
+            placeholder = structure.single_placeholder(id);
+            placeholder.map(|p| {
+                (
+                    Role::ParamUnshard,
+                    Evidence {
+                        rule: rules::AG_SINGLE_PLACEHOLDER,
+                        detail: Detail::single_placeholder(p as usize),
+                    },
+                )
+            })
+        }
         Transport::ReduceScatter => {
-            let ok = !waits.is_empty() && waits.iter().all(|&w| structure.unary_to_output[w]);
+            let ok = !waits.is_empty() && waits.iter().all(|&w| structure.unary_to_output(w));
             ok.then(|| {
                 (
                     Role::GradReduceShard,
                     Evidence {
                         rule: rules::RS_UNARY_TO_OUTPUT,
-                        detail: format!(
-                            "every path from {} reaches the output through single-input nodes",
-                            waits
-                                .iter()
-                                .map(|&w| graph.node(w).name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
+                        detail: Detail::unary_to_output(id),
                     },
                 )
             })
@@ -446,23 +621,57 @@ fn base_identity(
         _ => None,
     };
 
+    // Forward or backward: the `comm_type` phase (collectives only, when the tag fits the
+    // transport), else `autograd_backward`, else dependence on a backward input, else
+    // position after the first backward node.
+    let tag_phase = match view.comm_type.and_then(payload::comm_type) {
+        Some(CommType::Collective(role, phase))
+            if transport != Transport::Fused && role.compatible_with(transport) =>
+        {
+            Some(phase)
+        }
+        _ => None,
+    };
+    let phase = match tag_phase {
+        Some(phase) => phase,
+        None => {
+            if view.autograd_backward
+                || structure.backward_input(id)
+                || structure.after_first_backward(id)
+            {
+                Phase::Backward
+            } else {
+                Phase::Forward
+            }
+        }
+    };
+    let recompute_tag = phase == Phase::Backward
+        && view.recompute.is_some_and(|value| match value {
+            PyValue::Bool(b) => *b,
+            other => other.py_str().to_ascii_uppercase().contains("RECOMPUTE"),
+        });
+
     let entry = CollectiveIdentity {
         node: id,
-        name,
-        op,
+        name: name.clone(),
+        op: op.to_string(),
         transport,
         group: process_group(node),
         waits,
         role: None,
         source: None,
         producer: None,
-        phase: structure.phase(graph, id),
+        phase,
         recomputed: false,
         evidence: None,
         heuristic,
-        provenance: transform::read_provenance(node),
+        provenance: if view.provenance {
+            transform::read_provenance(node)
+        } else {
+            None
+        },
     };
-    (entry, decl)
+    (entry, decl, placeholder, recompute_tag)
 }
 
 /// Validates one payload value found on the start (`carrier == None`) or a carrier node.
@@ -478,23 +687,28 @@ fn validate(
     let start_name = &graph.node(start).name;
     let holder = carrier.unwrap_or(start);
     let holder_name = &graph.node(holder).name;
-    let mut nodes = vec![start_name.clone()];
-    if carrier.is_some() {
-        nodes.push(holder_name.clone());
-    }
-    let evidence = format!(
-        "{} on {holder_name} = {}",
-        location.path(),
-        payload::describe(value)
-    );
+    let nodes = || {
+        let mut nodes = vec![start_name.clone()];
+        if carrier.is_some() {
+            nodes.push(holder_name.clone());
+        }
+        nodes
+    };
+    let evidence = || {
+        format!(
+            "{} on {holder_name} = {}",
+            location.path(),
+            payload::describe(value)
+        )
+    };
     match read_payload(value) {
         Err(e) => {
             diags.push(diag(
                 start,
                 Code::MalformedPayload,
-                nodes,
+                nodes(),
                 e.rule,
-                evidence,
+                evidence(),
                 format!(
                     "the payload on {holder_name} is invalid and is ignored: {}",
                     e.message
@@ -507,9 +721,9 @@ fn validate(
             diags.push(diag(
                 start,
                 Code::RoleTransportConflict,
-                nodes,
+                nodes(),
                 "payload.role",
-                evidence,
+                evidence(),
                 format!(
                     "role {} does not fit {start_name} (transport {}); the payload is ignored",
                     p.role.as_str(),
@@ -528,27 +742,36 @@ fn validate(
                 } else {
                     rules::PAYLOAD_FALLBACK
                 },
-                detail: format!("{} on {holder_name}", location.path()),
+                detail: Detail::payload(location, holder, false),
             },
         )),
     }
 }
 
 /// Precedence: explicit wins (mismatches reported); else the heuristics (inferred); else a
-/// recorded inferred payload; else unclassified.
-fn decide(entry: &mut CollectiveIdentity, decl: &Declared, diags: &mut Vec<(NodeId, Diagnostic)>) {
+/// recorded inferred payload; else unclassified. Takes the declaration (decided once).
+fn decide(
+    graph: &Graph,
+    entry: &mut CollectiveIdentity,
+    decl: &mut Declared,
+    diags: &mut Vec<(NodeId, Diagnostic)>,
+) {
     if entry.transport == Transport::Fused {
         return;
     }
-    if let Some((role, producer, evidence)) = &decl.explicit {
+    if let Some((role, producer, evidence)) = decl.explicit.take() {
         if let Some((h_role, h_ev)) = &entry.heuristic {
-            if h_role != role {
+            if *h_role != role {
                 diags.push(diag(
                     entry.node,
                     Code::HeuristicMismatch,
                     vec![entry.name.clone()],
                     h_ev.rule,
-                    format!("explicit: {}; heuristic: {}", evidence.detail, h_ev.detail),
+                    format!(
+                        "explicit: {}; heuristic: {}",
+                        evidence.detail_text(graph),
+                        h_ev.detail_text(graph)
+                    ),
                     format!(
                         "{} is explicitly {} (producer {producer}) but the heuristic {} would \
                          infer {}; the explicit role stands",
@@ -560,10 +783,10 @@ fn decide(entry: &mut CollectiveIdentity, decl: &Declared, diags: &mut Vec<(Node
                 ));
             }
         }
-        entry.role = Some(role.clone());
+        entry.role = Some(role);
         entry.source = Some(Source::Explicit);
-        entry.producer = Some(producer.clone());
-        entry.evidence = Some(evidence.clone());
+        entry.producer = Some(producer);
+        entry.evidence = Some(evidence);
         return;
     }
     if let Some((h_role, h_ev)) = &entry.heuristic {
@@ -574,7 +797,11 @@ fn decide(entry: &mut CollectiveIdentity, decl: &Declared, diags: &mut Vec<(Node
                     Code::HeuristicMismatch,
                     vec![entry.name.clone()],
                     h_ev.rule,
-                    format!("recorded: {}; heuristic: {}", r_ev.detail, h_ev.detail),
+                    format!(
+                        "recorded: {}; heuristic: {}",
+                        r_ev.detail_text(graph),
+                        h_ev.detail_text(graph)
+                    ),
                     format!(
                         "{} carries an inferred payload {} (producer {r_producer}) but the \
                          heuristic {} infers {}; the heuristic is used",
@@ -592,16 +819,17 @@ fn decide(entry: &mut CollectiveIdentity, decl: &Declared, diags: &mut Vec<(Node
         entry.evidence = Some(h_ev.clone());
         return;
     }
-    if let Some((role, producer, evidence)) = &decl.recorded_inferred {
-        entry.role = Some(role.clone());
+    if let Some((role, producer, evidence)) = decl.recorded_inferred.take() {
+        entry.role = Some(role);
         entry.source = Some(Source::Inferred);
-        entry.producer = Some(producer.clone());
-        entry.evidence = Some(evidence.clone());
+        entry.producer = Some(producer);
+        entry.evidence = Some(evidence);
     }
 }
 
 /// Transform rules for a node that records where it came from, and for opaque fused ops.
 fn apply_transform(
+    graph: &Graph,
     entry: &mut CollectiveIdentity,
     decl: &Declared,
     context: (&Graph, &[CollectiveIdentity], bool),
@@ -628,7 +856,7 @@ fn apply_transform(
                 "{} ({}, producer {producer}, {})",
                 role.as_str(),
                 source.as_str(),
-                ev.detail
+                ev.detail_text(graph)
             ));
         }
         for m in &resolved {
@@ -654,7 +882,7 @@ fn apply_transform(
         }
         entry.evidence = Some(Evidence {
             rule: rules::FUSION,
-            detail: format!("opaque fused op {}: no scalar role", entry.op),
+            detail: Detail::text(format!("opaque fused op {}: no scalar role", entry.op)),
         });
         return;
     }
@@ -684,7 +912,7 @@ fn apply_transform(
                         "meta[{:?}] = [{}]; {}",
                         prov.key,
                         prov.members.join(", "),
-                        ev.detail
+                        ev.detail_text(graph)
                     ),
                     format!(
                         "{} was made from {member_count} members that are not in this dump; its \
@@ -748,7 +976,7 @@ fn apply_transform(
                 Code::CopiedCustomUntrustworthy,
                 nodes.clone(),
                 rule,
-                format!("{}; members: {member_text}", ev.detail),
+                format!("{}; members: {member_text}", ev.detail_text(graph)),
                 format!(
                     "{} carries {} ({}, producer {producer_decl}) but its members give {}; \
                      the members' identity is used",
@@ -768,7 +996,11 @@ fn apply_transform(
     entry.producer = combined.role.as_ref().map(|_| producer.clone());
     entry.evidence = Some(Evidence {
         rule,
-        detail: format!("{} of {member_text} (meta[{:?}])", kind.noun(), prov.key),
+        detail: Detail::text(format!(
+            "{} of {member_text} (meta[{:?}])",
+            kind.noun(),
+            prov.key
+        )),
     });
     if let (Some(role), Some((h_role, h_ev))) = (&entry.role, &entry.heuristic) {
         if entry.source == Some(Source::Explicit) && h_role != role {
@@ -777,7 +1009,7 @@ fn apply_transform(
                 Code::HeuristicMismatch,
                 vec![entry.name.clone()],
                 h_ev.rule,
-                h_ev.detail.clone(),
+                h_ev.detail_text(graph),
                 format!(
                     "{} is explicitly {} by its members but the heuristic {} would infer {}; \
                      the explicit role stands",
@@ -791,102 +1023,206 @@ fn apply_transform(
     }
 }
 
-/// Whole-graph structural facts, computed once.
-pub(super) struct Structure {
-    /// Placeholder ancestors of each node (the node itself included): 0 = none, `MANY` = two
-    /// or more, otherwise the placeholder's position + 1.
+/// Whole-graph structural questions, answered on demand and memoized: each node is visited
+/// at most once per question, and only the nodes a question reaches.
+struct Structure<'g> {
+    graph: &'g Graph,
+    /// Placeholder ancestors of each node (the node itself included): `NO_PLACEHOLDER`,
+    /// `MANY` (two or more), otherwise the placeholder's position + 1; `UNKNOWN_PLACEHOLDERS`
+    /// until asked.
     placeholders: Vec<u32>,
-    /// Every path from the node reaches the output through single-input nodes (and it has
-    /// at least one user).
-    pub unary_to_output: Vec<bool>,
     /// The node depends on a backward input (a `tangents_*` placeholder or one tagged
-    /// `partitioner_tag: "is_backward"`).
-    backward_input: Vec<bool>,
-    /// The first node flagged `autograd_backward`.
+    /// `partitioner_tag: "is_backward"`): `UNKNOWN`, `NO` or `YES`.
+    backward_input: Vec<u8>,
+    /// Every path from the node reaches the output through single-input nodes (and it has
+    /// at least one user): `UNKNOWN`, `NO` or `YES`.
+    unary_to_output: Vec<u8>,
+    /// Nodes before this position have been checked for `autograd_backward`.
+    scanned: usize,
+    /// The first node flagged `autograd_backward`, once found.
     first_backward: Option<NodeId>,
+    stack: Vec<NodeId>,
 }
 
+const NO_PLACEHOLDER: u32 = 0;
 const MANY: u32 = u32::MAX;
+const UNKNOWN_PLACEHOLDERS: u32 = u32::MAX - 1;
+const UNKNOWN: u8 = 0;
+const NO: u8 = 1;
+const YES: u8 = 2;
 
-impl Structure {
-    pub fn new(graph: &Graph) -> Structure {
+impl<'g> Structure<'g> {
+    fn new(graph: &'g Graph) -> Structure<'g> {
         let n = graph.len();
-        let mut placeholders = vec![0u32; n];
-        let mut backward_input = vec![false; n];
-        let mut first_backward = None;
-        let mut is_output = vec![false; n];
-        for (id, node) in graph.nodes().iter().enumerate() {
-            is_output[id] = node.op == Op::Output;
-            if first_backward.is_none() && node.meta_flag("autograd_backward") {
-                first_backward = Some(id);
-            }
-            if node.op == Op::Placeholder {
-                placeholders[id] = u32::try_from(id + 1).unwrap_or(MANY);
-                backward_input[id] = node.name.starts_with("tangents")
-                    || node.meta_str("partitioner_tag") == Some("is_backward");
+        Structure {
+            graph,
+            placeholders: vec![UNKNOWN_PLACEHOLDERS; n],
+            backward_input: vec![UNKNOWN; n],
+            unary_to_output: vec![UNKNOWN; n],
+            scanned: 0,
+            first_backward: None,
+            stack: Vec::new(),
+        }
+    }
+
+    /// The node's only placeholder ancestor, when it has exactly one.
+    fn single_placeholder(&mut self, id: NodeId) -> Option<u32> {
+        if id >= self.graph.len() {
+            return None;
+        }
+        match self.placeholders(id) {
+            NO_PLACEHOLDER | MANY => None,
+            p => Some(p - 1),
+        }
+    }
+
+    /// The placeholder summary of `root`: a placeholder is its own; any other node joins its
+    /// earlier inputs' (none + x = x, x + x = x, otherwise many).
+    fn placeholders(&mut self, root: NodeId) -> u32 {
+        let graph = self.graph;
+        self.stack.clear();
+        self.stack.push(root);
+        while let Some(&id) = self.stack.last() {
+            if self.placeholders[id] != UNKNOWN_PLACEHOLDERS {
+                self.stack.pop();
                 continue;
             }
-            let mut summary = 0u32;
-            let mut backward = false;
+            if graph.node(id).op == Op::Placeholder {
+                self.placeholders[id] = u32::try_from(id + 1).unwrap_or(MANY);
+                self.stack.pop();
+                continue;
+            }
+            let mut pending = false;
+            let mut summary = NO_PLACEHOLDER;
             for &input in graph.inputs(id) {
                 if input >= id {
                     continue;
                 }
-                backward |= backward_input[input];
-                summary = match (summary, placeholders[input]) {
-                    (s, 0) => s,
-                    (0, p) => p,
+                let p = self.placeholders[input];
+                if p == UNKNOWN_PLACEHOLDERS {
+                    self.stack.push(input);
+                    pending = true;
+                    continue;
+                }
+                summary = match (summary, p) {
+                    (s, NO_PLACEHOLDER) => s,
+                    (NO_PLACEHOLDER, p) => p,
                     (MANY, _) | (_, MANY) => MANY,
                     (s, p) if s == p => s,
                     _ => MANY,
                 };
             }
-            placeholders[id] = summary;
-            backward_input[id] = backward;
-        }
-        let mut unary_to_output = vec![false; n];
-        for id in (0..n).rev() {
-            let users = graph.users(id);
-            unary_to_output[id] = !users.is_empty()
-                && users.iter().all(|&u| {
-                    is_output[u] || (u > id && graph.inputs(u).len() == 1 && unary_to_output[u])
-                });
-        }
-        Structure {
-            placeholders,
-            unary_to_output,
-            backward_input,
-            first_backward,
-        }
-    }
-
-    /// The node's only placeholder ancestor, when it has exactly one.
-    pub fn single_placeholder(&self, id: NodeId) -> Option<u32> {
-        match self.placeholders.get(id).copied() {
-            Some(0) | Some(MANY) | None => None,
-            Some(p) => Some(p - 1),
-        }
-    }
-
-    /// Forward or backward: the `comm_type` phase, else `autograd_backward`, else dependence
-    /// on a backward input, else position after the first backward node.
-    pub fn phase(&self, graph: &Graph, id: NodeId) -> Phase {
-        let node = graph.node(id);
-        if let Some(CommType::Collective(role, phase)) =
-            node.meta_str("comm_type").and_then(payload::comm_type)
-        {
-            let transport = collective_op(node).map(Transport::of_op);
-            if transport.is_some_and(|t| role.compatible_with(t)) {
-                return phase;
+            if !pending {
+                self.placeholders[id] = summary;
+                self.stack.pop();
             }
         }
-        let backward = node.meta_flag("autograd_backward")
-            || self.backward_input.get(id).copied().unwrap_or(false)
-            || self.first_backward.is_some_and(|first| id > first);
-        if backward {
-            Phase::Backward
-        } else {
-            Phase::Forward
+        self.placeholders[root]
+    }
+
+    /// Whether `root` depends on a backward input.
+    fn backward_input(&mut self, root: NodeId) -> bool {
+        let graph = self.graph;
+        self.stack.clear();
+        self.stack.push(root);
+        while let Some(&id) = self.stack.last() {
+            if self.backward_input[id] != UNKNOWN {
+                self.stack.pop();
+                continue;
+            }
+            let node = graph.node(id);
+            let value = if node.op == Op::Placeholder {
+                node.name.starts_with("tangents")
+                    || meta_get(node, "partitioner_tag").and_then(PyValue::as_str)
+                        == Some("is_backward")
+            } else {
+                let mut pending = false;
+                let mut backward = false;
+                for &input in graph.inputs(id) {
+                    if input >= id {
+                        continue;
+                    }
+                    match self.backward_input[input] {
+                        YES => {
+                            backward = true;
+                            break;
+                        }
+                        NO => {}
+                        _ => {
+                            self.stack.push(input);
+                            pending = true;
+                        }
+                    }
+                }
+                if pending && !backward {
+                    continue;
+                }
+                backward
+            };
+            self.backward_input[id] = if value { YES } else { NO };
+            self.stack.pop();
         }
+        self.backward_input[root] == YES
+    }
+
+    /// Whether every path from `root` reaches the output through single-input nodes: it has
+    /// users, and each is the output or a later single-input node for which this holds.
+    fn unary_to_output(&mut self, root: NodeId) -> bool {
+        let graph = self.graph;
+        self.stack.clear();
+        self.stack.push(root);
+        while let Some(&id) = self.stack.last() {
+            if self.unary_to_output[id] != UNKNOWN {
+                self.stack.pop();
+                continue;
+            }
+            let users = graph.users(id);
+            let mut pending = false;
+            let mut unary = !users.is_empty();
+            for &u in users {
+                if graph.node(u).op == Op::Output {
+                    continue;
+                }
+                if !(u > id && graph.inputs(u).len() == 1) {
+                    unary = false;
+                    break;
+                }
+                match self.unary_to_output[u] {
+                    YES => {}
+                    NO => {
+                        unary = false;
+                        break;
+                    }
+                    _ => {
+                        self.stack.push(u);
+                        pending = true;
+                    }
+                }
+            }
+            if pending && unary {
+                continue;
+            }
+            self.unary_to_output[id] = if unary { YES } else { NO };
+            self.stack.pop();
+        }
+        self.unary_to_output[root] == YES
+    }
+
+    /// Whether some node before `id` is flagged `autograd_backward` (`id` comes after the
+    /// first backward node). Scans forward only as far as asked.
+    fn after_first_backward(&mut self, id: NodeId) -> bool {
+        if let Some(first) = self.first_backward {
+            return id > first;
+        }
+        let nodes = self.graph.nodes();
+        while self.scanned < id.min(nodes.len()) {
+            let j = self.scanned;
+            self.scanned += 1;
+            if autograd_backward(&nodes[j]) {
+                self.first_backward = Some(j);
+                return id > j;
+            }
+        }
+        false
     }
 }

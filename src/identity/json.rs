@@ -40,13 +40,13 @@ pub fn collective_value(graph: &Graph, c: &CollectiveIdentity) -> Value {
     m.insert("rule".into(), opt(c.evidence.as_ref().map(|e| e.rule)));
     m.insert(
         "evidence".into(),
-        opt(c.evidence.as_ref().map(|e| e.detail.as_str())),
+        opt(c.evidence.as_ref().map(|e| e.detail_text(graph)).as_deref()),
     );
     m.insert(
         "heuristic".into(),
         match &c.heuristic {
             Some((role, ev)) => {
-                json!({"role": role.as_str(), "rule": ev.rule, "evidence": ev.detail})
+                json!({"role": role.as_str(), "rule": ev.rule, "evidence": ev.detail_text(graph)})
             }
             None => Value::Null,
         },
@@ -231,7 +231,7 @@ impl RolesReport {
                         if c.recomputed { " (recomputed)" } else { "" }
                     ),
                     match &c.evidence {
-                        Some(e) => format!("{}: {}", e.rule, e.detail),
+                        Some(e) => format!("{}: {}", e.rule, e.detail_text(g)),
                         None => "-".into(),
                     },
                 ]

@@ -27,7 +27,7 @@ pub use classify::{classify, classify_with_members};
 pub use payload::{read_payload, Payload, PAYLOAD_KEY};
 pub use transform::{bucket_identities, BucketIdentity, PLANNER_PRODUCER};
 
-use crate::graph::NodeId;
+use crate::graph::{Graph, NodeId};
 use indexmap::IndexMap;
 
 /// A collective's purpose.
@@ -202,8 +202,134 @@ pub mod rules {
 pub struct Evidence {
     /// A stable rule name from [`rules`].
     pub rule: &'static str,
-    /// Human-readable detail (the metadata location, the ancestor, the members...).
-    pub detail: String,
+    /// Human-readable detail (the metadata location, the ancestor, the members...), rendered
+    /// on demand: [`Evidence::detail_text`].
+    pub detail: Detail,
+}
+
+impl Evidence {
+    /// The human-readable detail, rendered against the graph that was classified.
+    pub fn detail_text(&self, graph: &Graph) -> String {
+        self.detail.render(graph)
+    }
+}
+
+/// The detail of an [`Evidence`]: structured (node ids) for the rules that fire on every
+/// collective, so classification builds no text; rendered only for output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Detail(DetailRepr);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum DetailRepr {
+    Text(String),
+    /// `meta["comm_type"] = "<tag>" on <node>`.
+    CommType(NodeId),
+    /// `<payload location> on <holder>[ (moved to the start)]`.
+    Payload {
+        location: payload::Location,
+        holder: NodeId,
+        moved: bool,
+    },
+    /// The all-gather's only placeholder ancestor.
+    SinglePlaceholder(NodeId),
+    /// The reduce-scatter (start) whose waits reach the output through unary nodes.
+    UnaryToOutput(NodeId),
+    /// The all-reduce and the FSDP all-gather on its process group.
+    GroupTransitivity {
+        collective: NodeId,
+        all_gather: NodeId,
+    },
+}
+
+impl Detail {
+    /// A detail given as text.
+    pub fn text(text: impl Into<String>) -> Detail {
+        Detail(DetailRepr::Text(text.into()))
+    }
+
+    pub(crate) fn comm_type(node: NodeId) -> Detail {
+        Detail(DetailRepr::CommType(node))
+    }
+
+    pub(crate) fn payload(location: payload::Location, holder: NodeId, moved: bool) -> Detail {
+        Detail(DetailRepr::Payload {
+            location,
+            holder,
+            moved,
+        })
+    }
+
+    /// The same payload detail, moved from a wait to its start.
+    pub(crate) fn moved(&self) -> Option<Detail> {
+        match &self.0 {
+            DetailRepr::Payload {
+                location, holder, ..
+            } => Some(Detail::payload(*location, *holder, true)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn single_placeholder(placeholder: NodeId) -> Detail {
+        Detail(DetailRepr::SinglePlaceholder(placeholder))
+    }
+
+    pub(crate) fn unary_to_output(start: NodeId) -> Detail {
+        Detail(DetailRepr::UnaryToOutput(start))
+    }
+
+    pub(crate) fn group_transitivity(collective: NodeId, all_gather: NodeId) -> Detail {
+        Detail(DetailRepr::GroupTransitivity {
+            collective,
+            all_gather,
+        })
+    }
+
+    /// The text, rendered against the graph that was classified.
+    pub fn render(&self, graph: &Graph) -> String {
+        match &self.0 {
+            DetailRepr::Text(text) => text.clone(),
+            DetailRepr::CommType(id) => {
+                let node = graph.node(*id);
+                let tag = classify::meta_get(node, "comm_type")
+                    .and_then(crate::value::PyValue::as_str)
+                    .unwrap_or_default();
+                format!("meta[\"comm_type\"] = {tag:?} on {}", node.name)
+            }
+            DetailRepr::Payload {
+                location,
+                holder,
+                moved,
+            } => format!(
+                "{} on {}{}",
+                location.path(),
+                graph.node(*holder).name,
+                if *moved { " (moved to the start)" } else { "" }
+            ),
+            DetailRepr::SinglePlaceholder(p) => format!(
+                "the input's only graph-input ancestor is {}",
+                graph.node(*p).name
+            ),
+            DetailRepr::UnaryToOutput(start) => format!(
+                "every path from {} reaches the output through single-input nodes",
+                classify::waits_and_carriers(graph, *start)
+                    .0
+                    .iter()
+                    .map(|&w| graph.node(w).name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            DetailRepr::GroupTransitivity {
+                collective,
+                all_gather,
+            } => format!(
+                "process group {:?} also carries the FSDP all-gather {}",
+                classify::process_group(graph.node(*collective))
+                    .as_deref()
+                    .unwrap_or_default(),
+                graph.node(*all_gather).name
+            ),
+        }
+    }
 }
 
 /// Where a node came from when a transform made it.
@@ -406,19 +532,39 @@ impl Coverage {
         }
         let mut others: Vec<(String, Option<Source>)> = Vec::new();
         let mut groups: IndexMap<String, Counts> = IndexMap::new();
+        // Consecutive collectives mostly share a group: remember the last one's slot.
+        let mut last_group: Option<usize> = None;
         for c in collectives {
             coverage.all.add(c.source);
             if let Some(role) = &c.role {
-                if role.is_fsdp() {
-                    if let Some(counts) = coverage.by_role.get_mut(role.as_str()) {
-                        counts.add(c.source);
+                // The FSDP roles are the first entries of `by_role`, in `Role::FSDP` order.
+                let fsdp_slot = match role {
+                    Role::ParamUnshard => Some(0),
+                    Role::GradReduceShard => Some(1),
+                    Role::GradReplicateReduce => Some(2),
+                    Role::Other(_) => None,
+                };
+                match fsdp_slot {
+                    Some(slot) => {
+                        if let Some((_, counts)) = coverage.by_role.get_index_mut(slot) {
+                            counts.add(c.source);
+                        }
                     }
-                } else {
-                    others.push((role.as_str().to_string(), c.source));
+                    None => others.push((role.as_str().to_string(), c.source)),
                 }
             }
-            let group = c.group.clone().unwrap_or_else(|| UNKNOWN_GROUP.to_string());
-            groups.entry(group).or_default().add(c.source);
+            let group = c.group.as_deref().unwrap_or(UNKNOWN_GROUP);
+            let slot = match last_group {
+                Some(i) if groups.get_index(i).is_some_and(|(name, _)| name == group) => i,
+                _ => match groups.get_index_of(group) {
+                    Some(i) => i,
+                    None => groups.insert_full(group.to_string(), Counts::default()).0,
+                },
+            };
+            last_group = Some(slot);
+            if let Some((_, counts)) = groups.get_index_mut(slot) {
+                counts.add(c.source);
+            }
         }
         others.sort_by(|a, b| a.0.cmp(&b.0));
         for (role, source) in others {

@@ -1,7 +1,6 @@
 //! Reading and validating the identity payload and the FSDP pass's `comm_type` tags.
 
 use super::{Phase, Role, Source};
-use crate::dump::Node;
 use crate::value::PyValue;
 
 /// The payload's key inside `meta["custom"]`.
@@ -143,22 +142,6 @@ impl Location {
             Location::Fallback => "meta[\"comm_semantics\"]",
         }
     }
-}
-
-/// The payload values present on a node, in precedence order (custom, then fallback).
-pub fn raw_payloads(node: &Node) -> Vec<(Location, &PyValue)> {
-    let mut found = Vec::new();
-    if let Some(value) = node
-        .meta("custom")
-        .and_then(PyValue::as_dict)
-        .and_then(|custom| custom.get(PAYLOAD_KEY))
-    {
-        found.push((Location::Custom, value));
-    }
-    if let Some(value) = node.meta(FALLBACK_KEY) {
-        found.push((Location::Fallback, value));
-    }
-    found
 }
 
 /// What a `comm_type` tag of the FSDP pass means.

@@ -17,6 +17,12 @@ use std::collections::HashSet;
 pub(crate) struct Barriers {
     /// `comm_type` is a reshard free.
     free_tagged: Vec<bool>,
+    /// For a reshard free that is exactly `_free_tensor_storage(wait)` (no kwargs), the wait
+    /// it frees: the only kind of free a gather bucket may own.
+    freed_wait: std::collections::HashMap<NodeId, NodeId>,
+    /// The node is an effect (`is_barrier`) or a collective start.
+    effect: Vec<bool>,
+    collective: Vec<bool>,
     /// Next node at or after `i` that could stop a bucket of the given phase
     /// (`[forward, backward]`); `len` when there is none.
     next_stop: [Vec<usize>; 2],
@@ -24,25 +30,57 @@ pub(crate) struct Barriers {
     phase: Vec<Option<bool>>,
 }
 
-impl Barriers {
-    pub(crate) fn new(graph: &Graph) -> Barriers {
-        let n = graph.len();
-        let mut free_tagged = vec![false; n];
-        let mut phase = vec![None; n];
+/// Collects each node's stopping power in graph order (one visit per node, while the node is
+/// in cache for the planner's other per-graph work), then links the next possible stops.
+pub(crate) struct BarrierBuilder {
+    free_tagged: Vec<bool>,
+    freed_wait: std::collections::HashMap<NodeId, NodeId>,
+    effect: Vec<bool>,
+    collective: Vec<bool>,
+    phase: Vec<Option<bool>>,
+    effect_or_collective: Vec<bool>,
+}
+
+impl BarrierBuilder {
+    pub(crate) fn with_capacity(n: usize) -> BarrierBuilder {
+        BarrierBuilder {
+            free_tagged: Vec::with_capacity(n),
+            freed_wait: std::collections::HashMap::new(),
+            effect: Vec::with_capacity(n),
+            collective: Vec::with_capacity(n),
+            phase: Vec::with_capacity(n),
+            effect_or_collective: Vec::with_capacity(n),
+        }
+    }
+
+    /// Records node `id`; nodes must be visited in graph order.
+    pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, node: &crate::dump::Node) {
+        let free = node
+            .meta_str("comm_type")
+            .is_some_and(|t| FREE_TAGS.contains(&t));
+        self.free_tagged.push(free);
+        if free && is_free_tensor_storage(node) && node.kwargs.is_empty() && node.args.len() == 1 {
+            if let Some(wait) = crate::dump::node_index(&node.args[0]) {
+                self.freed_wait.insert(id, wait);
+            }
+        }
+        self.effect.push(graph.is_barrier(id));
+        self.collective.push(graph.is_collective(id));
+        self.phase.push(
+            (!matches!(node.op, Op::Placeholder | Op::GetAttr | Op::Output))
+                .then(|| node.meta_flag("autograd_backward")),
+        );
+        self.effect_or_collective
+            .push(free || graph.is_barrier(id) || graph.is_collective(id));
+    }
+
+    pub(crate) fn finish(self) -> Barriers {
+        let n = self.free_tagged.len();
         let mut next_stop = [vec![n; n + 1], vec![n; n + 1]];
         for i in (0..n).rev() {
-            let node = graph.node(i);
-            free_tagged[i] = node
-                .meta_str("comm_type")
-                .is_some_and(|t| FREE_TAGS.contains(&t));
-            if !matches!(node.op, Op::Placeholder | Op::GetAttr | Op::Output) {
-                phase[i] = Some(node.meta_flag("autograd_backward"));
-            }
-            let effect_or_collective =
-                free_tagged[i] || graph.is_barrier(i) || graph.is_collective(i);
             for (slot, backward) in [false, true].into_iter().enumerate() {
-                let other_phase = phase[i].is_some_and(|p| p != backward);
-                next_stop[slot][i] = if effect_or_collective || other_phase {
+                let other_phase = self.phase[i].is_some_and(|p| p != backward);
+                next_stop[slot][i] = if self.effect_or_collective[i] || other_phase {
                     i
                 } else {
                     next_stop[slot][i + 1]
@@ -50,9 +88,12 @@ impl Barriers {
             }
         }
         Barriers {
-            free_tagged,
+            free_tagged: self.free_tagged,
+            freed_wait: self.freed_wait,
+            effect: self.effect,
+            collective: self.collective,
             next_stop,
-            phase,
+            phase: self.phase,
         }
     }
 }
@@ -173,7 +214,7 @@ impl OpenBucket {
         let slot = candidate.backward as usize;
         let mut i = barriers.next_stop[slot][self.scanned_to.min(graph.len())];
         while i < candidate.launch {
-            if let Some(reason) = self.stop_reason(graph, barriers, candidate, preparation, i) {
+            if let Some(reason) = self.stop_reason(barriers, candidate, preparation, i) {
                 return Some(reason);
             }
             i = barriers.next_stop[slot][i + 1];
@@ -184,7 +225,6 @@ impl OpenBucket {
     /// The reference's per-node test, in its order.
     fn stop_reason(
         &self,
-        graph: &Graph,
         barriers: &Barriers,
         candidate: &Candidate,
         preparation: &[NodeId],
@@ -197,13 +237,13 @@ impl OpenBucket {
         if barriers.free_tagged[i] {
             // Copy-out preserves each member's storage and free point: only that exact
             // materialization may be crossed.
-            if !self.owns_free(graph, candidate, i) {
+            if !self.owns_free(barriers, candidate, i) {
                 return Some(Reason::EffectOrStorageRelease);
             }
-        } else if graph.is_barrier(i) {
+        } else if barriers.effect[i] {
             return Some(Reason::EffectOrStorageRelease);
         }
-        if graph.is_collective(i) && !self.launches.contains(&i) && i != candidate.launch {
+        if barriers.collective[i] && !self.launches.contains(&i) && i != candidate.launch {
             return Some(Reason::InterveningCollective);
         }
         if barriers.phase[i].is_some_and(|p| p != candidate.backward) {
@@ -213,14 +253,12 @@ impl OpenBucket {
     }
 
     /// `_owned_free`: the node frees exactly one member's waited result.
-    fn owns_free(&self, graph: &Graph, candidate: &Candidate, i: NodeId) -> bool {
-        let node = graph.node(i);
+    fn owns_free(&self, barriers: &Barriers, candidate: &Candidate, i: NodeId) -> bool {
         !candidate.kind.is_reduce_scatter()
-            && is_free_tensor_storage(node)
-            && node.kwargs.is_empty()
-            && node.args.len() == 1
-            && crate::dump::node_index(&node.args[0])
-                .is_some_and(|w| self.waits.contains(&w) || w == candidate.wait)
+            && barriers
+                .freed_wait
+                .get(&i)
+                .is_some_and(|w| self.waits.contains(w) || *w == candidate.wait)
     }
 
     /// `_finalize_bucket`: members in `(state_idx, param_name)` order.

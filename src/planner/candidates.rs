@@ -67,32 +67,42 @@ impl Strings {
     }
 }
 
-/// Prepares every tagged collective of the graph, in graph order; returns them with the
-/// distinct parameter names.
-pub(crate) fn prepare(graph: &Graph) -> (Vec<TaggedCollective>, Vec<Arc<str>>) {
-    let mut strings = Strings::default();
-    let mut params: HashMap<Arc<str>, usize> = HashMap::new();
-    let mut names = Vec::new();
-    let mut scratch = ConsumerScratch::default();
-    let mut tagged = Vec::new();
-    for (id, node) in graph.nodes().iter().enumerate() {
+/// Prepares every tagged collective of a graph, visited in graph order.
+#[derive(Default)]
+pub(crate) struct Preparer {
+    strings: Strings,
+    params: HashMap<Arc<str>, usize>,
+    /// Distinct parameter names, by id.
+    pub names: Vec<Arc<str>>,
+    scratch: ConsumerScratch,
+    /// Tagged collectives in graph order.
+    pub tagged: Vec<TaggedCollective>,
+}
+
+impl Preparer {
+    /// Records node `id` when its `comm_type` is a planned kind.
+    pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, node: &Node) {
         let Some(kind) = node
             .meta_str("comm_type")
             .and_then(CollectiveKind::from_comm_type)
         else {
-            continue;
+            return;
         };
         let param_name = node
             .meta_str("param_name")
             .filter(|n| !n.is_empty())
-            .map(|n| strings.get(n));
+            .map(|n| self.strings.get(n));
         let param_id = param_name.as_ref().map(|name| {
-            *params.entry(name.clone()).or_insert_with(|| {
-                names.push(name.clone());
-                names.len() - 1
+            *self.params.entry(name.clone()).or_insert_with(|| {
+                self.names.push(name.clone());
+                self.names.len() - 1
             })
         });
-        let group_arg = node.args.last().and_then(PyValue::as_str).map(|g| strings.get(g));
+        let group_arg = node
+            .args
+            .last()
+            .and_then(PyValue::as_str)
+            .map(|g| self.strings.get(g));
         let arity = if kind.is_reduce_scatter() { 4 } else { 3 };
         let early = early_reason(node, kind, arity);
         let (source_is_node, degree) = if early.is_none() {
@@ -104,10 +114,18 @@ pub(crate) fn prepare(graph: &Graph) -> (Vec<TaggedCollective>, Vec<Arc<str>>) {
             (false, None)
         };
         let late = match (early, &group_arg) {
-            (None, Some(group)) => late_facts(graph, id, kind, group, degree, &mut strings, &mut scratch),
+            (None, Some(group)) => late_facts(
+                graph,
+                id,
+                kind,
+                group,
+                degree,
+                &mut self.strings,
+                &mut self.scratch,
+            ),
             _ => Err(Reason::UnknownProcessGroup),
         };
-        tagged.push(TaggedCollective {
+        self.tagged.push(TaggedCollective {
             node: id,
             kind,
             param_name,
@@ -119,7 +137,6 @@ pub(crate) fn prepare(graph: &Graph) -> (Vec<TaggedCollective>, Vec<Arc<str>>) {
             late,
         });
     }
-    (tagged, names)
 }
 
 /// The checks of `_candidate` and `_signature_reason` before the process group is looked up.

@@ -482,21 +482,22 @@ pub struct Planner<'g> {
 
 impl<'g> Planner<'g> {
     pub fn new(graph: &'g Graph) -> Planner<'g> {
-        let t = std::time::Instant::now();
-        let (tagged, param_names) = candidates::prepare(graph);
-        let t1 = t.elapsed();
-        let barriers = buckets::Barriers::new(graph);
-        let t2 = t.elapsed();
-        let signature = report::graph_signature(graph);
-        if std::env::var_os("COMMLENS_TRACE").is_some() {
-            eprintln!("prepare {:?} barriers {:?} signature {:?}", t1, t2 - t1, t.elapsed() - t2);
+        // One pass over the nodes: each is hashed into the signature, classified for the
+        // split scans, and (when tagged) checked as a candidate while it is in cache.
+        let mut signature = report::SignatureHasher::default();
+        let mut barriers = buckets::BarrierBuilder::with_capacity(graph.len());
+        let mut preparer = candidates::Preparer::default();
+        for (id, node) in graph.nodes().iter().enumerate() {
+            signature.add(node);
+            barriers.visit(graph, id, node);
+            preparer.visit(graph, id, node);
         }
         Planner {
             graph,
-            barriers,
-            tagged,
-            param_names,
-            signature,
+            barriers: barriers.finish(),
+            tagged: preparer.tagged,
+            param_names: preparer.names,
+            signature: signature.finish(),
         }
     }
 

@@ -218,39 +218,69 @@ const SIGNATURE_KEYS: [&str; 5] = [
 /// `graph_signature`: SHA-256 over each node's name, target, args, kwargs and planning
 /// metadata, so a plan can be matched to the graph snapshot it was made from.
 pub fn graph_signature(graph: &Graph) -> String {
-    use sha2::{Digest, Sha256};
-    // Streamed: the records' JSON is hashed node by node, never held whole.
-    let mut hasher = Sha256::new();
-    let mut buffer = String::with_capacity(1 << 16);
-    let mut metadata: Vec<(&str, &PyValue)> = Vec::new();
-    buffer.push('[');
-    for (i, node) in graph.nodes().iter().enumerate() {
-        if i > 0 {
-            buffer.push_str(", ");
-        }
-        let (target, args, kwargs) = python_strings(node);
+    let mut hasher = SignatureHasher::default();
+    for node in graph.nodes() {
+        hasher.add(node);
+    }
+    hasher.finish()
+}
+
+/// `graph_signature`, streamed: each node's record is hashed as it is visited, in graph order,
+/// and the records' JSON is never held whole.
+pub struct SignatureHasher {
+    hasher: sha2::Sha256,
+    buffer: String,
+    count: usize,
+}
+
+impl Default for SignatureHasher {
+    fn default() -> Self {
+        use sha2::Digest;
+        let mut buffer = String::with_capacity(1 << 16);
         buffer.push('[');
-        for text in [node.name.as_str(), &target, &args, &kwargs] {
-            pyjson::write_string(&mut buffer, text);
-            buffer.push_str(", ");
-        }
-        metadata.clear();
-        metadata.extend(
-            node.meta
-                .iter()
-                .filter(|(k, _)| k.starts_with("fsdp_") || SIGNATURE_KEYS.contains(&k.as_str()))
-                .map(|(k, v)| (k.as_str(), v)),
-        );
-        pyjson::write_dict_entries(&mut buffer, &mut metadata);
-        buffer.push(']');
-        if buffer.len() >= 1 << 15 {
-            hasher.update(buffer.as_bytes());
-            buffer.clear();
+        SignatureHasher {
+            hasher: sha2::Sha256::new(),
+            buffer,
+            count: 0,
         }
     }
-    buffer.push(']');
-    hasher.update(buffer.as_bytes());
-    pyjson::hex(&hasher.finalize())
+}
+
+impl SignatureHasher {
+    /// Adds the next node's record: `(name, str(target), str(args), str(kwargs), metadata)`.
+    pub fn add(&mut self, node: &Node) {
+        use sha2::Digest;
+        if self.count > 0 {
+            self.buffer.push_str(", ");
+        }
+        self.count += 1;
+        let (target, args, kwargs) = python_strings(node);
+        self.buffer.push('[');
+        for text in [node.name.as_str(), &target, &args, &kwargs] {
+            pyjson::write_string(&mut self.buffer, text);
+            self.buffer.push_str(", ");
+        }
+        let mut metadata: Vec<(&str, &PyValue)> = node
+            .meta
+            .iter()
+            .filter(|(k, _)| k.starts_with("fsdp_") || SIGNATURE_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        pyjson::write_dict_entries(&mut self.buffer, &mut metadata);
+        self.buffer.push(']');
+        if self.buffer.len() >= 1 << 15 {
+            self.hasher.update(self.buffer.as_bytes());
+            self.buffer.clear();
+        }
+    }
+
+    /// The hex digest of all records added.
+    pub fn finish(mut self) -> String {
+        use sha2::Digest;
+        self.buffer.push(']');
+        self.hasher.update(self.buffer.as_bytes());
+        pyjson::hex(&self.hasher.finalize())
+    }
 }
 
 /// `str(node.target)`, `str(node.args)`, `str(node.kwargs)`: from the dump's `repr` field
