@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Where a collective's role came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,15 +28,15 @@ impl RoleSource {
 pub struct CollectiveIn {
     /// Graph position of the launch (start) node.
     pub node: u32,
-    pub name: String,
+    pub name: Rc<str>,
     /// Planner kind (`fsdp_all_gather`, `fsdp_all_gather_backward`, `fsdp_reduce_scatter`) or
     /// the transport for anything else.
-    pub kind: String,
+    pub kind: Rc<str>,
     pub backward: bool,
-    pub role: Option<String>,
+    pub role: Option<Rc<str>>,
     pub source: RoleSource,
-    pub param_name: Option<String>,
-    pub group: Option<String>,
+    pub param_name: Option<Rc<str>>,
+    pub group: Option<Rc<str>>,
     pub size_bytes: u64,
 }
 
@@ -176,18 +177,18 @@ impl TimelineInput {
                 *k += 1;
                 let backward = m.get("backward").and_then(Value::as_bool).unwrap_or(false);
                 let (role, source) = match super::palette::role_of_comm_type(&kind) {
-                    Some((r, _)) => (Some(r.to_string()), RoleSource::Explicit),
+                    Some((r, _)) => (Some(Rc::from(r)), RoleSource::Explicit),
                     None => (None, RoleSource::Unclassified),
                 };
                 members.push(CollectiveIn {
                     node,
-                    name: node_name(node),
-                    kind,
+                    name: node_name(node).into(),
+                    kind: kind.into(),
                     backward,
                     role,
                     source,
-                    param_name: Some(pn),
-                    group: m.get("group").and_then(Value::as_str).map(str::to_string),
+                    param_name: Some(pn.into()),
+                    group: m.get("group").and_then(Value::as_str).map(Rc::from),
                     size_bytes: member_bytes(m),
                 });
             }
@@ -281,41 +282,45 @@ impl TimelineInput {
     pub fn from_plan(
         graph: &crate::graph::Graph,
         plan: &crate::planner::BucketPlan,
-        role: &dyn Fn(usize) -> (Option<String>, RoleSource),
+        role: &dyn Fn(usize) -> (Option<Rc<str>>, RoleSource),
     ) -> TimelineInput {
         use crate::planner::Action as A;
-        let collective = |c: &crate::planner::Candidate| {
-            let (role, source) = role(c.launch);
-            CollectiveIn {
-                node: c.launch as u32,
-                name: graph.node(c.launch).name.clone(),
-                kind: c.kind.as_str().to_string(),
-                backward: c.backward,
-                role,
-                source,
-                param_name: Some(c.param_name.clone()),
-                group: Some(c.group.clone()),
-                size_bytes: u64::try_from(c.size_bytes()).unwrap_or(u64::MAX),
+        // Few distinct kinds, groups and parameters: share one string each.
+        let mut shared: HashMap<&str, Rc<str>> = HashMap::new();
+        fn share<'p>(map: &mut HashMap<&'p str, Rc<str>>, s: &'p str) -> Rc<str> {
+            map.entry(s).or_insert_with(|| Rc::from(s)).clone()
+        }
+        let mut buckets = Vec::with_capacity(plan.buckets.len());
+        for b in &plan.buckets {
+            let mut members = Vec::with_capacity(b.members.len());
+            for c in &b.members {
+                let (role, source) = role(c.launch);
+                members.push(CollectiveIn {
+                    node: c.launch as u32,
+                    name: Rc::from(graph.node(c.launch).name.as_str()),
+                    kind: share(&mut shared, c.kind.as_str()),
+                    backward: c.backward,
+                    role,
+                    source,
+                    param_name: Some(share(&mut shared, &c.param_name)),
+                    group: Some(share(&mut shared, &c.group)),
+                    size_bytes: u64::try_from(c.size_bytes()).unwrap_or(u64::MAX),
+                });
             }
-        };
-        let buckets = plan
-            .buckets
-            .iter()
-            .map(|b| BucketIn {
+            buckets.push(BucketIn {
                 id: b.bucket_id.clone(),
                 latest_input: b.latest_input() as u32,
                 earliest_consumer: b.earliest_consumer() as u32,
-                members: b.members.iter().map(collective).collect(),
+                members,
                 size_bytes: u64::try_from(b.size_bytes()).unwrap_or(u64::MAX),
                 fusable: b.fusable(),
-            })
-            .collect();
+            });
+        }
         let decisions = plan
             .decisions
             .iter()
             .map(|d| {
                 let node = graph.node(d.node);
-                let kind = node.meta_str("comm_type").map(str::to_string);
                 DecisionIn {
                     node: d.node as u32,
                     name: node.name.clone(),
@@ -327,7 +332,7 @@ impl TimelineInput {
                     },
                     reason: d.reason.as_str().to_string(),
                     backward: node.meta_flag("autograd_backward"),
-                    kind,
+                    kind: node.meta_str("comm_type").map(str::to_string),
                 }
             })
             .collect();
@@ -343,7 +348,7 @@ impl TimelineInput {
 /// A collective's role without the classifier: an explicit payload
 /// (`meta["custom"]["distributed.comm_semantics"]` or `meta["comm_semantics"]`), else the FSDP
 /// pass's legacy `comm_type` tag (explicit), else unclassified.
-pub fn legacy_role(graph: &crate::graph::Graph, id: usize) -> (Option<String>, RoleSource) {
+pub fn legacy_role(graph: &crate::graph::Graph, id: usize) -> (Option<Rc<str>>, RoleSource) {
     let node = graph.node(id);
     let payloads = [
         node.meta("custom")
@@ -358,7 +363,7 @@ pub fn legacy_role(graph: &crate::graph::Graph, id: usize) -> (Option<String>, R
                     Some("inferred") => RoleSource::Inferred,
                     _ => RoleSource::Explicit,
                 };
-                return (Some(role.to_string()), source);
+                return (Some(Rc::from(role)), source);
             }
         }
     }
@@ -366,7 +371,7 @@ pub fn legacy_role(graph: &crate::graph::Graph, id: usize) -> (Option<String>, R
         .meta_str("comm_type")
         .and_then(super::palette::role_of_comm_type)
     {
-        Some((role, _)) => (Some(role.to_string()), RoleSource::Explicit),
+        Some((role, _)) => (Some(Rc::from(role)), RoleSource::Explicit),
         None => (None, RoleSource::Unclassified),
     }
 }

@@ -28,3 +28,73 @@ pub use palette::{role_colour, Rgb};
 pub use scene::{build_scene, LaneKey, TimelineScene, Viewport};
 pub use svg::{render_svg, xml_escape};
 pub use trace::chrome_trace;
+
+/// Each collective's role and its source, from the core's classifier
+/// (`commlens::identity`), computed once per graph; one place, so the app and
+/// `commlens render` colour alike.
+#[derive(Clone, Debug, Default)]
+pub struct Roles {
+    /// Indexed by graph position; `None` for nodes the classifier did not report.
+    by_node: Vec<Option<(Option<std::rc::Rc<str>>, RoleSource)>>,
+    /// Diagnostics as (code, node names, message).
+    pub diagnostics: Vec<(String, Vec<String>, String)>,
+}
+
+impl Roles {
+    /// Runs the classifier over `graph`.
+    pub fn classify(graph: &crate::graph::Graph) -> Roles {
+        let c = crate::identity::classify(graph);
+        let mut by_node = vec![None; graph.len()];
+        let mut shared: Vec<std::rc::Rc<str>> = Vec::new();
+        for ci in &c.collectives {
+            let source = match (ci.role.as_ref(), ci.source) {
+                (None, _) => RoleSource::Unclassified,
+                (Some(_), Some(crate::identity::Source::Inferred)) => RoleSource::Inferred,
+                (Some(_), _) => RoleSource::Explicit,
+            };
+            let role = ci.role.as_ref().map(|r| {
+                let r = r.as_str();
+                match shared.iter().find(|s| &***s == r) {
+                    Some(s) => s.clone(),
+                    None => {
+                        shared.push(std::rc::Rc::from(r));
+                        shared[shared.len() - 1].clone()
+                    }
+                }
+            });
+            if let Some(slot) = by_node.get_mut(ci.node) {
+                *slot = Some((role, source));
+            }
+        }
+        let diagnostics = c
+            .diagnostics
+            .iter()
+            .map(|d| (d.code.as_str().to_string(), d.nodes.clone(), d.message.clone()))
+            .collect();
+        Roles { by_node, diagnostics }
+    }
+
+    /// A node's role: the classifier's, else (a node it did not see) the legacy tag's.
+    pub fn get(&self, graph: &crate::graph::Graph, id: usize) -> (Option<std::rc::Rc<str>>, RoleSource) {
+        match self.by_node.get(id) {
+            Some(Some(r)) => r.clone(),
+            _ => legacy_role(graph, id),
+        }
+    }
+}
+
+/// The timeline input of a plan, coloured by `roles`.
+pub fn plan_timeline(
+    graph: &crate::graph::Graph,
+    plan: &crate::planner::BucketPlan,
+    roles: &Roles,
+    title: &str,
+) -> TimelineInput {
+    let role = |id: usize| roles.get(graph, id);
+    let mut input = TimelineInput::from_plan(graph, plan, &role);
+    input.title = title.to_string();
+    input
+}
+
+/// Default chart width in pixels (the CLI's, and the app's before it measures its window).
+pub const DEFAULT_WIDTH: u32 = 1400;

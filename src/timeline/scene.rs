@@ -113,6 +113,8 @@ pub struct BarMark {
     pub title: String,
     /// The singleton decision's reason, if the bucket is a singleton.
     pub singleton: Option<String>,
+    /// The bucket's role (`None`: unclassified or mixed).
+    pub role: Option<String>,
 }
 
 /// A member launch (possibly several merged in one pixel column).
@@ -137,6 +139,26 @@ pub struct SplitMark {
     pub after: Option<String>,
     pub show_label: bool,
     pub title: String,
+    /// Splits merged in this mark (1 unless the view is dense).
+    pub count: usize,
+    /// Whether this mark stands for all splits in a bin (dense view).
+    pub grouped: bool,
+}
+
+/// Where buckets are too dense to draw one by one: how many cover a bin of a lane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DensityMark {
+    pub lane: usize,
+    pub x0: f64,
+    pub x1: f64,
+    pub y: f64,
+    pub h: f64,
+    pub count: usize,
+    pub opacity: f64,
+    pub colour: Rgb,
+    /// Graph positions the bin covers.
+    pub from: u32,
+    pub to: u32,
 }
 
 /// A skipped collective (or several in one pixel column when `count > 1`).
@@ -149,6 +171,8 @@ pub struct SkipMark {
     pub count: usize,
     pub show_label: bool,
     pub title: String,
+    /// Whether this mark stands for all skips in a bin (dense view).
+    pub grouped: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -180,6 +204,8 @@ pub struct TimelineScene {
     pub frame: Frame,
     pub lanes: Vec<Lane>,
     pub bars: Vec<BarMark>,
+    /// Density bins, when there are too many buckets in view for bars.
+    pub density: Vec<DensityMark>,
     pub ticks: Vec<TickMark>,
     pub splits: Vec<SplitMark>,
     pub skips: Vec<SkipMark>,
@@ -197,7 +223,13 @@ pub const ROW_H: f64 = 16.0;
 pub const ROW_GAP: f64 = 4.0;
 pub const LANE_PAD: f64 = 8.0;
 pub const SKIP_LANE_H: f64 = 34.0;
-pub const MAX_ROWS: usize = 6;
+pub const MAX_ROWS: usize = 10;
+/// More visible buckets than this and the lanes show density bins instead of bars.
+pub const MAX_BARS: usize = 800;
+/// More visible split (or skip) marks than this and they merge per bin.
+pub const MAX_MARKS: usize = 600;
+/// Width of a density bin in pixels.
+pub const BIN: f64 = 4.0;
 /// Approximate width of one character of the 10px label font.
 pub const CHAR_W: f64 = 6.0;
 
@@ -233,7 +265,7 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         let m = b.members.first();
         LaneKey::Buckets {
             backward: m.map(|m| m.backward).unwrap_or(false),
-            kind: m.map(|m| m.kind.clone()).unwrap_or_default(),
+            kind: m.map(|m| m.kind.to_string()).unwrap_or_default(),
         }
     };
     let mut keys: BTreeSet<(u8, String, LaneKey)> = BTreeSet::new();
@@ -254,8 +286,51 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         .map(|(i, k)| (k, i))
         .collect();
 
+    let mut culled = 0usize;
+    let mut bars = Vec::new();
+    let mut density = Vec::new();
+    let mut tick_cols: BTreeMap<(usize, usize, i64), usize> = BTreeMap::new();
+    let mut roles: BTreeSet<(Option<String>, u8)> = BTreeSet::new();
+    // Visible buckets first; past MAX_BARS they become per-lane density bins.
+    let mut shown: Vec<(usize, usize, f64, f64, Option<String>)> = Vec::new();
+    for (i, b) in input.buckets.iter().enumerate() {
+        let lane = lane_index[&lane_key(b)];
+        let (s, e) = window(b);
+        let (a, z) = (px(s as f64), px(e as f64 + 1.0));
+        let role = bucket_role(b);
+        roles.insert((role.clone(), 0));
+        if !visible(a, z) {
+            culled += 1;
+            continue;
+        }
+        shown.push((i, lane, a, z, role));
+    }
+    // Too many: keep the buckets anchored in view (a member launch, or the window's start or
+    // end, inside it) and cull those whose windows only pass through.
+    if shown.len() > MAX_BARS {
+        let inside = |pos: u32| {
+            let x = px(pos as f64 + 0.5);
+            x >= plot_x0 && x <= plot_x1
+        };
+        let anchored: Vec<_> = shown
+            .iter()
+            .filter(|(i, ..)| {
+                let b = &input.buckets[*i];
+                inside(b.latest_input)
+                    || inside(b.earliest_consumer)
+                    || b.members.iter().any(|m| inside(m.node))
+            })
+            .cloned()
+            .collect();
+        if anchored.len() <= MAX_BARS {
+            culled += shown.len() - anchored.len();
+            shown = anchored;
+        }
+    }
+    let dense = shown.len() > MAX_BARS;
+
     // Row packing per lane (first fit in graph positions, at most MAX_ROWS rows).
-    let mut order: Vec<usize> = (0..input.buckets.len()).collect();
+    let mut order: Vec<usize> = if dense { Vec::new() } else { shown.iter().map(|x| x.0).collect() };
     order.sort_by_key(|&i| {
         (
             input.buckets[i].latest_input,
@@ -288,7 +363,7 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         let (rows, height) = match key {
             LaneKey::Skipped => (1, SKIP_LANE_H),
             _ => {
-                let rows = row_ends[i].len().max(1);
+                let rows = if dense { 3 } else { row_ends[i].len().max(1) };
                 (
                     rows,
                     rows as f64 * (ROW_H + ROW_GAP) - ROW_GAP + 2.0 * LANE_PAD + 12.0,
@@ -308,20 +383,68 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
     let row_y =
         |lane: usize, row: usize| lanes[lane].y + LANE_PAD + 12.0 + row as f64 * (ROW_H + ROW_GAP);
 
-    let mut culled = 0usize;
-    let mut bars = Vec::new();
-    let mut tick_cols: BTreeMap<(usize, usize, i64), usize> = BTreeMap::new();
-    let mut roles: BTreeSet<(Option<String>, u8)> = BTreeSet::new();
-    for (i, b) in input.buckets.iter().enumerate() {
-        let lane = lane_index[&lane_key(b)];
-        let (s, e) = window(b);
-        let (a, z) = (px(s as f64), px(e as f64 + 1.0));
-        let role = bucket_role(b);
-        roles.insert((role.clone(), 0));
-        if !visible(a, z) {
-            culled += 1;
-            continue;
+    if dense {
+        // Per lane and role, a difference array over bins: how many buckets cover each bin.
+        let nbins = ((plot_x1 - plot_x0) / BIN).ceil() as usize + 1;
+        let mut role_ids: Vec<Option<String>> = Vec::new();
+        let mut diff: HashMap<(usize, usize), Vec<i64>> = HashMap::new();
+        for (_, lane, a, z, role) in &shown {
+            let r = match role_ids.iter().position(|x| x == role) {
+                Some(r) => r,
+                None => {
+                    role_ids.push(role.clone());
+                    role_ids.len() - 1
+                }
+            };
+            let first = (((clip(*a) - plot_x0) / BIN).floor().max(0.0) as usize).min(nbins - 1);
+            let last = (((clip(*z) - plot_x0) / BIN).floor().max(0.0) as usize).clamp(first, nbins - 1);
+            let d = diff.entry((*lane, r)).or_insert_with(|| vec![0; nbins + 1]);
+            d[first] += 1;
+            d[last + 1] -= 1;
         }
+        // bin → (count, role if uniform)
+        let mut bins: BTreeMap<(usize, usize), (usize, Option<Option<String>>)> = BTreeMap::new();
+        let mut keys: Vec<_> = diff.keys().copied().collect();
+        keys.sort();
+        for (lane, r) in keys {
+            let d = &diff[&(lane, r)];
+            let mut run = 0i64;
+            for (bin, delta) in d.iter().take(nbins).enumerate() {
+                run += delta;
+                if run > 0 {
+                    let entry = bins.entry((lane, bin)).or_insert((0, Some(role_ids[r].clone())));
+                    if entry.0 > 0 && entry.1.as_ref() != Some(&role_ids[r]) {
+                        entry.1 = None;
+                    }
+                    entry.0 += run as usize;
+                }
+            }
+        }
+        let max = bins.values().map(|v| v.0).max().unwrap_or(1).max(1) as f64;
+        let to_pos = |x: f64| vp.x0 + (x - plot_x0) / scale;
+        for ((lane, bin), (count, role)) in bins {
+            let x0 = plot_x0 + bin as f64 * BIN;
+            let x1 = (x0 + BIN).min(plot_x1);
+            let l = &lanes[lane];
+            density.push(DensityMark {
+                lane,
+                x0,
+                x1,
+                y: l.y + LANE_PAD,
+                h: l.height - 2.0 * LANE_PAD,
+                count,
+                opacity: 0.25 + 0.75 * (count as f64 / max).sqrt(),
+                colour: match &role {
+                    Some(r) => role_colour(r.as_deref()),
+                    None => role_colour(None),
+                },
+                from: to_pos(x0).max(0.0).floor() as u32,
+                to: to_pos(x1).max(0.0).ceil() as u32,
+            });
+        }
+    }
+    for (i, lane, a, z, role) in shown.into_iter().filter(|_| !dense) {
+        let b = &input.buckets[i];
         let (mut x0, mut x1) = (clip(a), clip(z));
         if x1 - x0 < 2.0 {
             let c = (x0 + x1) / 2.0;
@@ -346,9 +469,7 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         for m in &b.members {
             let x = px(m.node as f64 + 0.5);
             if x >= plot_x0 && x <= plot_x1 {
-                *tick_cols
-                    .entry((lane, row_of[i], x.round() as i64))
-                    .or_insert(0) += 1;
+                *tick_cols.entry((lane, row_of[i], x.round() as i64)).or_insert(0) += 1;
             }
         }
         bars.push(BarMark {
@@ -363,6 +484,7 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             label,
             title: bucket_title(b, sing.as_deref(), role.as_deref()),
             singleton: sing,
+            role,
         });
     }
     let ticks = tick_cols
@@ -375,20 +497,47 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         })
         .collect();
 
-    // Splits, in the lane of the bucket they start.
+    // Splits, in the lane of the bucket they start; past MAX_MARKS, one mark per bin.
     let mut splits = Vec::new();
     let mut last_label_end: HashMap<usize, f64> = HashMap::new();
+    let mut visible_splits = Vec::new();
     for d in input.decisions.iter().filter(|d| d.action == Action::Split) {
         let prev = d.previous.unwrap_or(d.node);
         let x = px((prev.min(d.node) as f64 + d.node.max(prev) as f64) / 2.0 + 0.5);
+        if x < plot_x0 - 0.5 || x > plot_x1 + 0.5 {
+            culled += 1;
+            continue;
+        }
+        visible_splits.push((d, prev, x));
+    }
+    let dense_splits = visible_splits.len() > MAX_MARKS;
+    let mut split_bins: BTreeMap<(usize, i64), SplitMark> = BTreeMap::new();
+    for (d, prev, x) in visible_splits {
         let after = bucket_of.get(&d.node).copied();
         let before = bucket_of.get(&prev).copied();
         let lane = after
             .or(before)
             .map(|b| lane_index[&lane_key(&input.buckets[b])])
             .unwrap_or(0);
-        if x < plot_x0 - 0.5 || x > plot_x1 + 0.5 {
-            culled += 1;
+        if dense_splits {
+            let bin = ((x - plot_x0) / BIN).floor() as i64;
+            let m = split_bins.entry((lane, bin)).or_insert_with(|| SplitMark {
+                x: plot_x0 + (bin as f64 + 0.5) * BIN,
+                y: lanes[lane].y + 2.0,
+                h: lanes[lane].height - 4.0,
+                reason: d.reason.clone(),
+                node: d.name.clone(),
+                before: None,
+                after: None,
+                show_label: false,
+                title: String::new(),
+                count: 0,
+                grouped: true,
+            });
+            m.count += 1;
+            if m.reason != d.reason {
+                m.reason = "mixed".into();
+            }
             continue;
         }
         let end = last_label_end.entry(lane).or_insert(f64::MIN);
@@ -413,7 +562,13 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
                 id(before).unwrap_or_else(|| "?".into()),
                 id(after).unwrap_or_else(|| "?".into())
             ),
+            count: 1,
+            grouped: false,
         });
+    }
+    for (_, mut m) in split_bins {
+        m.title = format!("{} splits here ({}); zoom in to see each", m.count, m.reason);
+        splits.push(m);
     }
 
     // Skipped collectives; merged per pixel column only when there are more than columns.
@@ -432,21 +587,23 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             })
             .collect();
         culled += sk.len() - visible_skips.len();
-        let merge = visible_skips.len() as f64 > (plot_x1 - plot_x0);
+        let merge = visible_skips.len() > MAX_MARKS;
         let y = lanes[lane].y + 10.0;
         let mut label_end = f64::MIN;
         let mut cols: BTreeMap<i64, SkipMark> = BTreeMap::new();
         for d in visible_skips {
             let x = px(d.node as f64 + 0.5);
             if merge {
-                let e = cols.entry(x.round() as i64).or_insert_with(|| SkipMark {
-                    x: x.round(),
+                let bin = ((x - plot_x0) / BIN).floor() as i64;
+                let e = cols.entry(bin).or_insert_with(|| SkipMark {
+                    x: plot_x0 + (bin as f64 + 0.5) * BIN,
                     y,
                     reason: d.reason.clone(),
                     node: d.name.clone(),
                     count: 0,
                     show_label: false,
                     title: String::new(),
+                    grouped: true,
                 });
                 e.count += 1;
                 if e.reason != d.reason {
@@ -466,10 +623,11 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
                 count: 1,
                 show_label,
                 title: format!("skipped: {}\n{}", d.reason, d.name),
+                grouped: false,
             });
         }
         for (_, mut m) in cols {
-            m.title = format!("{} skipped collectives: {}", m.count, m.reason);
+            m.title = format!("{} skipped collectives here ({}); zoom in to see each", m.count, m.reason);
             skips.push(m);
         }
     }
@@ -534,6 +692,7 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         frame,
         lanes,
         bars,
+        density,
         ticks,
         splits,
         skips,
@@ -554,7 +713,7 @@ fn window(b: &BucketIn) -> (u32, u32) {
 pub fn bucket_role(b: &BucketIn) -> Option<String> {
     let first = b.members.first()?.role.clone();
     if b.members.iter().all(|m| m.role == first) {
-        first
+        first.map(|r| r.to_string())
     } else {
         None
     }
@@ -573,10 +732,10 @@ pub fn bucket_title(b: &BucketIn, singleton: Option<&str>, role: Option<&str>) -
     match singleton {
         Some(r) => t.push_str(&format!("rule: singleton ({r})\n")),
         None => t.push_str(&format!(
-            "rule: members share group, kind, dtype and phase and launch after #{} and before #{}{}\n",
+            "rule: same kind, phase, group, dtype, device and scope; one fused launch fits after the latest input #{} and before the earliest consumer #{}, within cap_bytes and the distance limits{}\n",
             b.latest_input,
             b.earliest_consumer,
-            if b.fusable { "; fusable" } else { "" }
+            if b.fusable { "" } else { " (a single member: nothing to fuse)" }
         )),
     }
     for m in b.members.iter().take(12) {

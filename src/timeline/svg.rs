@@ -75,7 +75,7 @@ pub fn render_svg(scene: &TimelineScene) -> String {
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"commlens-timeline\" width=\"{}\" height=\"{}\" \
          viewBox=\"0 0 {} {}\" data-nodes=\"{}\" data-x0=\"{:.3}\" data-x1=\"{:.3}\" data-plot-x0=\"{}\" \
-         data-plot-x1=\"{}\" data-bars=\"{}\" data-splits=\"{}\" data-skips=\"{}\">\n",
+         data-plot-x1=\"{}\" data-bars=\"{}\" data-dense=\"{}\">\n",
         f.width,
         f.height,
         f.width,
@@ -86,8 +86,7 @@ pub fn render_svg(scene: &TimelineScene) -> String {
         f.plot_x0,
         f.plot_x1,
         scene.bars.len(),
-        scene.splits.len(),
-        scene.skips.iter().map(|s| s.count).sum::<usize>()
+        !scene.density.is_empty()
     );
     out.push_str("<g class=\"frame\">\n");
     out.push_str(&frame);
@@ -112,15 +111,29 @@ pub fn render_svg(scene: &TimelineScene) -> String {
         });
         let _ = write!(
             out,
-            "<g data-bucket=\"{}\" data-lane=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
+            "<g data-bucket=\"{}\" data-lane=\"{}\" data-role=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
             xml_escape(&b.bucket_id),
             b.lane,
+            xml_escape(b.role.as_deref().unwrap_or("unclassified")),
             b.singleton
                 .as_ref()
                 .map(|r| format!(" data-singleton=\"{}\"", xml_escape(r)))
                 .unwrap_or_default(),
             xml_escape(&b.title),
             body
+        );
+    }
+    for d in &scene.density {
+        let body = fragment(size, |area| {
+            e(area.draw(&Rectangle::new(
+                [(d.x0.round() as i32, d.y as i32), (d.x1.round() as i32, (d.y + d.h) as i32)],
+                colour(d.colour).mix(d.opacity).filled(),
+            )))
+        });
+        let _ = write!(
+            out,
+            "<g data-bucket-group=\"{}\" data-from=\"{}\" data-to=\"{}\" data-lane=\"{}\"><title>{} buckets cover graph positions {}–{}; click to zoom in</title>\n{}\n</g>\n",
+            d.count, d.from, d.to, d.lane, d.count, d.from, d.to, body
         );
     }
     out.push_str("</g>\n<g class=\"ticks\" pointer-events=\"none\">\n");
@@ -146,6 +159,10 @@ pub fn render_svg(scene: &TimelineScene) -> String {
                 colour(SPLIT).mix(0.0).filled(),
             )))?;
             let mut y = y0;
+            if s.grouped {
+                e(area.draw(&PathElement::new(vec![(x, y0), (x, y1)], colour(SPLIT).mix(0.6).stroke_width(1))))?;
+                y = y1;
+            }
             while y < y1 {
                 e(area.draw(&PathElement::new(
                     vec![(x, y), (x, (y + 4).min(y1))],
@@ -162,6 +179,17 @@ pub fn render_svg(scene: &TimelineScene) -> String {
             }
             Ok(())
         });
+        if s.grouped {
+            let _ = write!(
+                out,
+                "<g data-split-group=\"{}\" data-count=\"{}\"><title>{}</title>\n{}\n</g>\n",
+                xml_escape(&s.reason),
+                s.count,
+                xml_escape(&s.title),
+                body
+            );
+            continue;
+        }
         let _ = write!(
             out,
             "<g data-split=\"{}\" data-node=\"{}\" data-before=\"{}\" data-after=\"{}\"><title>{}</title>\n{}\n</g>\n",
@@ -177,7 +205,7 @@ pub fn render_svg(scene: &TimelineScene) -> String {
     for s in &scene.skips {
         let body = fragment(size, |area| {
             let (x, y) = (s.x.round() as i32, s.y as i32);
-            let r = if s.count > 1 { 5 } else { 4 };
+            let r = if s.grouped { 5 } else { 4 };
             e(area.draw(&Polygon::new(
                 vec![(x - r, y - r), (x + r, y - r), (x, y + r)],
                 colour(SKIP).filled(),

@@ -31,17 +31,17 @@ pub fn chrome_trace(input: &TimelineInput) -> String {
         events.push(json!({
             "name": b.id, "cat": "bucket", "ph": "X", "pid": 1, "tid": if backward { 2 } else { 1 },
             "ts": s, "dur": (e - s).max(1),
-            "args": {"members": b.members.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
+            "args": {"members": b.members.iter().map(|m| m.name.to_string()).collect::<Vec<_>>(),
                      "size_bytes": b.size_bytes, "fusable": b.fusable,
                      "role": bucket_role(b), "latest_input": b.latest_input,
                      "earliest_consumer": b.earliest_consumer}
         }));
         for m in &b.members {
             events.push(json!({
-                "name": m.param_name.clone().unwrap_or_else(|| m.name.clone()), "cat": m.kind,
+                "name": m.param_name.as_deref().unwrap_or(&m.name), "cat": &*m.kind,
                 "ph": "X", "pid": 1, "tid": if m.backward { 4 } else { 3 }, "ts": m.node, "dur": 1,
-                "args": {"node": m.name, "bucket": b.id, "role": m.role, "source": m.source.as_str(),
-                         "size_bytes": m.size_bytes, "group": m.group}
+                "args": {"node": &*m.name, "bucket": b.id, "role": m.role.as_deref(), "source": m.source.as_str(),
+                         "size_bytes": m.size_bytes, "group": m.group.as_deref()}
             }));
         }
     }

@@ -89,7 +89,11 @@ export class App {
     this.console = [];
     page.on('console', (msg) => {
       this.console.push(`${msg.type()}: ${msg.text()}`);
-      if (msg.type() === 'error') this.errors.push(`console.error: ${msg.text()}`);
+      if (msg.type() !== 'error') return;
+      const where = msg.location()?.url || '';
+      // The browser's own favicon probe is not the app's doing.
+      if (where.endsWith('/favicon.ico')) return;
+      this.errors.push(`console.error: ${msg.text()}${where ? ` (${where})` : ''}`);
     });
     page.on('pageerror', (err) => this.errors.push(`page error: ${err.stack || err.message || err}`));
     page.on('requestfailed', (req) => {

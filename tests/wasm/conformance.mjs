@@ -152,12 +152,19 @@ function diff(got, want, path = '$') {
 
 function runWasm(dump, argsText) {
   const t = performance.now();
+  // The wasm crate's panic hook reports through console.error: keep it with the case.
+  const logged = [];
+  const consoleError = console.error;
+  console.error = (...a) => logged.push(a.join(' '));
   try {
     const out = plan_report(dump, argsText);
     return { ok: true, out, ms: performance.now() - t };
   } catch (e) {
-    const out = e instanceof Error ? e.message : String(e);
+    let out = e instanceof Error ? e.message : String(e);
+    if (e instanceof WebAssembly.RuntimeError) out = `wasm trap: ${out}${logged.length ? ` (${logged.join('; ')})` : ''}`;
     return { ok: false, out, ms: performance.now() - t };
+  } finally {
+    console.error = consoleError;
   }
 }
 

@@ -1,0 +1,90 @@
+//! `commlens render`: a textual snapshot of one conformance case's timeline, and the counts
+//! of bars, split marks and skip marks against the case's recorded report.
+//! `UPDATE_SNAPSHOTS=1 cargo test -p commlens-cli --test render` rewrites the snapshot.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn case_dir(name: &str) -> Option<PathBuf> {
+    let shared = std::env::var_os("COMMLENS_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared"));
+    let dir = shared.join("conformance/cases").join(name);
+    dir.is_dir().then_some(dir)
+}
+
+fn render(case: &str, extra: &[&str]) -> Option<(String, serde_json::Value)> {
+    let dir = case_dir(case)?;
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let out = std::env::temp_dir().join(format!("commlens-render-{case}-{}-{n}.svg", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_commlens"))
+        .arg("render")
+        .arg(dir.join("dump.json"))
+        .arg("--args")
+        .arg(dir.join("args.json"))
+        .arg("-o")
+        .arg(&out)
+        .args(extra)
+        .status()
+        .expect("run commlens");
+    assert!(status.success(), "commlens render {case} failed");
+    let svg = std::fs::read_to_string(&out).expect("read svg");
+    let _ = std::fs::remove_file(&out);
+    let plan = serde_json::from_slice(&std::fs::read(dir.join("plan.json")).expect("plan.json")).expect("json");
+    Some((svg, plan))
+}
+
+fn count_decisions(plan: &serde_json::Value, action: &str) -> usize {
+    plan["decisions"].as_array().unwrap().iter().filter(|d| d["action"] == action).count()
+}
+
+#[test]
+fn snapshot_mlp_capacity() {
+    let Some((svg, _)) = render("mlp_capacity", &[]) else {
+        eprintln!("shared conformance corpus not found: snapshot not checked");
+        return;
+    };
+    let path = repo().join("tests/snapshots/mlp_capacity.timeline.svg");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &svg).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap();
+    if svg != expected {
+        let line = svg.lines().zip(expected.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "render output differs from {} at line {} (UPDATE_SNAPSHOTS=1 rewrites it)\n got: {}\nwant: {}",
+            path.display(),
+            line + 1,
+            svg.lines().nth(line).unwrap_or(""),
+            expected.lines().nth(line).unwrap_or("")
+        );
+    }
+}
+
+#[test]
+fn counts_match_reports() {
+    for case in ["mlp_capacity", "mlp_unmatched_paths", "llama2_attention_ffn_groups", "llama2_capacity", "gated_ffn_groups"] {
+        let Some((svg, plan)) = render(case, &[]) else { return };
+        assert_eq!(svg.matches("<g data-bucket=").count(), plan["buckets"].as_array().unwrap().len(), "{case} bars");
+        assert_eq!(svg.matches("<g data-split=").count(), count_decisions(&plan, "split"), "{case} splits");
+        assert_eq!(svg.matches("<g data-skip=").count(), count_decisions(&plan, "skip"), "{case} skips");
+        assert_eq!(svg.matches("data-singleton=").count(), count_decisions(&plan, "singleton"), "{case} singletons");
+    }
+}
+
+#[test]
+fn usage_errors() {
+    let out = Command::new(env!("CARGO_BIN_EXE_commlens")).args(["render"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(env!("CARGO_BIN_EXE_commlens"))
+        .args(["render", "/nonexistent/dump.json", "-o", "/tmp/x.svg"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -1,0 +1,310 @@
+// End-to-end tests of the web app against the served build (COMMLENS_URL): loading, counts
+// against the planner's reports, live re-planning, sharing, embedding, escaping, errors, and
+// the 100k-node timings. Screenshots go to target/artifacts/.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { join } from 'node:path';
+import { openApp, launchBrowser, appUrl, REPO, SHARED } from './harness.mjs';
+
+const CASES = join(SHARED, 'conformance', 'cases');
+const haveShared = existsSync(CASES);
+const WORK = join(REPO, 'target', 'e2e');
+mkdirSync(WORK, { recursive: true });
+
+/** The native CLI (built once if missing). */
+function cli() {
+  for (const p of ['target/debug/commlens', 'target/release/commlens']) {
+    if (existsSync(join(REPO, p))) return join(REPO, p);
+  }
+  execFileSync('cargo', ['build', '-q', '-p', 'commlens-cli'], { cwd: REPO, stdio: 'inherit' });
+  return join(REPO, 'target/debug/commlens');
+}
+
+/** The native planner's report for a dump and optional args object. */
+function nativePlan(dumpPath, args) {
+  const argv = ['plan', dumpPath];
+  if (args) {
+    const file = join(WORK, `args-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify(args));
+    argv.push('--args', file);
+  }
+  return JSON.parse(execFileSync(cli(), argv, { maxBuffer: 1 << 30 }).toString());
+}
+
+function expected(report) {
+  const count = (a) => report.decisions.filter((d) => d.action === a).length;
+  return { bars: report.buckets.length, splits: count('split'), skips: count('skip') };
+}
+
+/** Bars, split marks and skip marks the chart shows. */
+async function counts(app) {
+  return app.page.evaluate(() => ({
+    bars: document.querySelectorAll('#chart svg [data-bucket]').length,
+    splits: document.querySelectorAll('#chart svg [data-split]').length,
+    skips: document.querySelectorAll('#chart svg [data-skip]').length,
+  }));
+}
+
+/** Waits for the next painted view (the app bumps #perf[data-seq] after each paint). */
+async function nextPaint(app, after) {
+  await app.page.waitForFunction(
+    (n) => Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0) > n,
+    after,
+    { timeout: 60_000 },
+  );
+}
+async function seq(app) {
+  return app.page.evaluate(() => Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0));
+}
+
+function readDump(path) {
+  const bytes = readFileSync(path);
+  return JSON.parse((bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString());
+}
+
+test('the example loads and shows its buckets', async (t) => {
+  const app = await openApp(t, { path: '?example=mlp', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  const shown = await counts(app);
+  const report = nativePlan(join(REPO, 'examples/mlp_fsdp.json'));
+  assert.deepEqual(shown, expected(report));
+  assert.equal(Number(await app.text('#bucket-count')), report.buckets.length);
+  assert.ok(shown.bars > 0);
+  assert.ok((await app.page.locator('#collectives tbody tr').count()) > 0);
+  await app.screenshot('app-example-mlp');
+  app.assertNoErrors();
+});
+
+test('the gzip example loads', async (t) => {
+  const app = await openApp(t, { path: '?example=llama', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  const report = nativePlan(join(REPO, 'examples/llama_fsdp.json.gz'));
+  assert.deepEqual(await counts(app), expected(report));
+  await app.screenshot('app-example-llama');
+  app.assertNoErrors();
+});
+
+test('a dropped conformance dump shows as many bars, splits and skips as its report', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('header');
+  for (const name of ['llama1_foreign_all_reduce', 'llama1_dropout_blocks', 'mlp_default']) {
+    const before = await seq(app);
+    await app.dropFile('.app', { path: join(CASES, name, 'dump.json') });
+    await nextPaint(app, before);
+    const report = JSON.parse(readFileSync(join(CASES, name, 'plan.json')));
+    assert.deepEqual(await counts(app), expected(report), name);
+    if (name === 'llama1_foreign_all_reduce') await app.screenshot('app-dropped-llama1');
+  }
+  app.assertNoErrors();
+});
+
+test('changing cap_bytes re-plans as the report for those arguments says', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const dumpPath = join(CASES, 'llama1_dropout_blocks', 'dump.json');
+  const dump = readDump(dumpPath);
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('header');
+  let before = await seq(app);
+  await app.dropFile('.app', { path: dumpPath });
+  await nextPaint(app, before);
+  const base = await counts(app);
+  for (const cap of [20000, 4000]) {
+    before = await seq(app);
+    await app.page.fill('#cap', String(cap));
+    await nextPaint(app, before);
+    const policy = { ...((dump.planner && dump.planner.policy) || {}), cap_bytes: cap };
+    const report = nativePlan(dumpPath, { policy });
+    const shown = await counts(app);
+    assert.deepEqual(shown, expected(report), `cap_bytes=${cap}`);
+    if (cap === 4000) assert.notDeepEqual(shown, base, 'the cap changed nothing: pick a smaller one');
+  }
+  await app.screenshot('app-replanned');
+  app.assertNoErrors();
+});
+
+test('a copied URL reproduces the same view in a fresh page', async (t) => {
+  const app = await openApp(t, { path: '?example=llama', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  let before = await seq(app);
+  await app.page.fill('#cap', '30000');
+  await nextPaint(app, before);
+  await app.page.selectOption('#plans', 'parents');
+  await app.page.waitForFunction(() => document.querySelector('#share-url')?.value.includes('plans=parents'));
+  await app.page.click('#zoom-in');
+  await app.page.waitForFunction(() => document.querySelector('#share-url')?.value.includes('x0='));
+  // Click a point of a bar that no other mark covers.
+  const point = await app.page.evaluate(() => {
+    for (const g of document.querySelectorAll('#chart svg [data-bucket]')) {
+      const r = g.querySelector('rect').getBoundingClientRect();
+      for (const fx of [0.9, 0.5, 0.1]) {
+        const x = r.left + r.width * fx, y = r.top + r.height / 2;
+        if (document.elementFromPoint(x, y)?.closest('[data-bucket]') === g) return { x, y, id: g.getAttribute('data-bucket') };
+      }
+    }
+    return null;
+  });
+  assert.ok(point, 'a clickable bar');
+  await app.page.mouse.click(point.x, point.y);
+  await app.waitForRendered('#detail');
+  assert.ok((await app.text('#detail')).includes(point.id));
+  const url = await app.page.inputValue('#share-url');
+  assert.match(url, /example=llama/);
+  const view = async (a) =>
+    a.page.evaluate(() => ({
+      svg: document.querySelector('#chart svg').outerHTML,
+      detail: document.querySelector('#detail')?.innerText,
+      cap: document.querySelector('#cap').value,
+      plans: document.querySelector('#plans').value,
+    }));
+  const first = await view(app);
+  const browser = await launchBrowser();
+  t.after(() => browser.close());
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+  await page.goto(url);
+  await page.waitForSelector('#detail', { timeout: 60_000 });
+  const second = await view({ page });
+  assert.equal(second.cap, first.cap);
+  assert.equal(second.plans, first.plans);
+  assert.equal(second.detail, first.detail);
+  assert.equal(second.svg, first.svg);
+  app.assertNoErrors();
+});
+
+test('embed mode renders the chart alone', async (t) => {
+  const app = await openApp(t, { path: '?example=mlp&embed=timeline', viewport: { width: 900, height: 420 } });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  const parts = await app.page.evaluate(() => ({
+    table: !!document.querySelector('#collectives'),
+    controls: !!document.querySelector('.controls'),
+    overview: !!document.querySelector('#overview'),
+    header: !!document.querySelector('header'),
+    svgWidth: document.querySelector('#chart svg').getBoundingClientRect().width,
+  }));
+  assert.deepEqual({ ...parts, svgWidth: undefined }, { table: false, controls: false, overview: false, header: false, svgWidth: undefined });
+  assert.ok(parts.svgWidth <= 900 && parts.svgWidth > 600, `chart width ${parts.svgWidth}`);
+  await app.screenshot('app-embed');
+  app.assertNoErrors();
+});
+
+test('markup in names is shown as text and runs nothing', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const evil = '<img src=x onerror=alert(1)>';
+  const dump = readDump(join(CASES, 'mlp_default', 'dump.json'));
+  const renamed = dump.nodes.find((n) => n.meta && n.meta.comm_type === 'fsdp_all_gather').name;
+  const rename = (v) => {
+    if (Array.isArray(v)) return v.map(rename);
+    if (v && typeof v === 'object') {
+      if (Object.keys(v).length === 1 && v.node === renamed) return { node: evil };
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, rename(x)]));
+    }
+    return v;
+  };
+  dump.nodes = dump.nodes.map((n) => ({ ...rename(n), name: n.name === renamed ? evil : n.name }));
+  for (const n of dump.nodes) if (n.meta && n.meta.param_name) n.meta.param_name = n.meta.param_name;
+  dump.source = { ...(dump.source || {}), model: evil };
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
+  const dialogs = [];
+  app.page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+  await app.waitForRendered('header');
+  const before = await seq(app);
+  await app.dropFile('.app', { name: `${evil}.json`, bytes: JSON.stringify(dump) });
+  await nextPaint(app, before);
+  const row = app.page.locator('#collectives tbody tr', { hasText: evil });
+  assert.equal(await row.count(), 1, 'the markup name shows as text in the table');
+  await row.click();
+  await app.waitForRendered('#detail');
+  assert.ok((await app.text('#detail')).includes(evil));
+  await app.page.waitForTimeout(300);
+  const imgs = await app.page.evaluate(() => document.querySelectorAll('img').length);
+  assert.equal(imgs, 0, 'no <img> element was created');
+  assert.deepEqual(dialogs, []);
+  await app.screenshot('app-markup-names');
+  app.assertNoErrors();
+});
+
+test('a malformed dump shows the reader\'s message and the previous view survives', async (t) => {
+  const app = await openApp(t, { path: '?example=mlp', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  const good = await counts(app);
+  const dump = readDump(join(REPO, 'examples/mlp_fsdp.json'));
+  dump.nodes[3].op = 'call_functoin';
+  const bad = dump.nodes[3].name;
+  await app.dropFile('.app', { name: 'broken.json', bytes: JSON.stringify(dump) });
+  await app.waitForRendered('#error');
+  const message = await app.text('#error');
+  assert.match(message, new RegExp(`node 3 \\("${bad}"\\)`));
+  assert.match(message, /field "op"/);
+  assert.deepEqual(await counts(app), good, 'the previous view is still there');
+  await app.dropFile('.app', { name: 'truncated.json', bytes: '{"format": "commlens.graph", "version": 1, "nodes": [' });
+  await app.page.waitForFunction(() => /line 1, column/.test(document.querySelector('#error')?.innerText || ''));
+  assert.deepEqual(await counts(app), good);
+  await app.screenshot('app-malformed');
+  app.assertNoErrors();
+});
+
+test('a fetch failure is explained', async (t) => {
+  const app = await openApp(t, { path: '?src=missing/nothing.json' });
+  await app.waitForRendered('#error');
+  assert.match(await app.text('#error'), /HTTP 404/);
+  app.assertNoErrors([/404/]);
+});
+
+test('100k nodes: drop to painted timeline, and re-plan', async (t) => {
+  const file = join(WORK, 'synth_100k.json');
+  if (!existsSync(file)) {
+    execFileSync('cargo', ['test', '-q', '-p', 'commlens', '--test', 'timeline', '--', '--ignored', 'write_synthetic_dump'], {
+      cwd: REPO,
+      stdio: 'inherit',
+      env: { ...process.env, COMMLENS_SYNTH_OUT: file, COMMLENS_SYNTH_NODES: '100000' },
+    });
+  }
+  const bytes = readFileSync(file);
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('header');
+  // Hand the bytes to the page in chunks, then time a real drop event inside it.
+  await app.page.evaluate((n) => { window.__bytes = new Uint8Array(n); }, bytes.length);
+  const chunk = 4 << 20;
+  for (let i = 0; i < bytes.length; i += chunk) {
+    await app.page.evaluate(([b64, off]) => {
+      const s = atob(b64);
+      for (let j = 0; j < s.length; j++) window.__bytes[off + j] = s.charCodeAt(j);
+    }, [bytes.subarray(i, i + chunk).toString('base64'), i]);
+  }
+  const load = await app.page.evaluate(async () => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([window.__bytes], 'synth_100k.json', { type: 'application/json' }));
+    delete window.__bytes;
+    const t0 = performance.now();
+    document.querySelector('.app').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    await new Promise((res) => {
+      const iv = setInterval(() => { if (document.querySelector('#perf[data-load-ms]')) { clearInterval(iv); res(); } }, 2);
+    });
+    const perf = document.querySelector('#perf');
+    return { wall: performance.now() - t0, app: Number(perf.getAttribute('data-load-ms')), stages: perf.textContent, elements: document.querySelectorAll('#chart svg *').length };
+  });
+  const replans = [];
+  for (const cap of [50000, 200000, 1000000]) {
+    const before = await seq(app);
+    await app.page.fill('#cap', String(cap));
+    await nextPaint(app, before);
+    replans.push(await app.page.evaluate(() => ({
+      app: Number(document.querySelector('#perf').getAttribute('data-replan-ms')),
+      stages: document.querySelector('#perf').textContent,
+    })));
+  }
+  const nodes = await app.page.evaluate(() => document.querySelector('#chart svg').getAttribute('data-nodes'));
+  console.log(`# 100k scale: ${nodes} nodes, ${(bytes.length / 1e6).toFixed(1)} MB JSON`);
+  console.log(`#   drop → painted: ${load.app.toFixed(0)} ms (page wall ${load.wall.toFixed(0)} ms; ${load.stages}); ${load.elements} SVG elements`);
+  for (const r of replans) console.log(`#   re-plan → painted: ${r.app.toFixed(0)} ms (${r.stages})`);
+  await app.screenshot('app-100k');
+  assert.ok(Number(nodes) >= 100000);
+  assert.ok(load.elements < 20000, `the 100k timeline has ${load.elements} SVG elements`);
+  // The budgets (1.5 s, 100 ms) are asserted only when COMMLENS_PERF_STRICT=1: a shared CI
+  // machine's timings vary; the figures are printed above either way.
+  if (process.env.COMMLENS_PERF_STRICT === '1') {
+    assert.ok(load.app < 1500, `drop → painted ${load.app} ms`);
+    for (const r of replans) assert.ok(r.app < 100, `re-plan ${r.app} ms`);
+  }
+  app.assertNoErrors();
+});

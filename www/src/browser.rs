@@ -1,0 +1,150 @@
+//! Thin helpers over web-sys: fetching with progress, reading files, downloads, the clipboard,
+//! the URL, timing.
+
+use js_sys::{Array, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+pub fn window() -> web_sys::Window {
+    web_sys::window().expect("a window")
+}
+
+/// `performance.now()` in milliseconds.
+pub fn now_ms() -> f64 {
+    window().performance().map(|p| p.now()).unwrap_or(0.0)
+}
+
+fn js_err(e: JsValue) -> String {
+    e.as_string()
+        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// Yields to the browser so it can paint (a zero-delay timeout).
+pub async fn yield_now() {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = window().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = JsFuture::from(p).await;
+}
+
+/// Fetches `url`, calling `progress(received, total)` as the body streams in. A network or
+/// CORS failure and an HTTP error status are explained in plain words.
+pub async fn fetch_bytes(url: &str, progress: impl Fn(usize, Option<usize>)) -> Result<Vec<u8>, String> {
+    let resp = JsFuture::from(window().fetch_with_str(url)).await.map_err(|e| {
+        format!(
+            "could not fetch {url}: {} — the server is unreachable, or it does not allow this page \
+             to read it (CORS: the host must send Access-Control-Allow-Origin). Download the file \
+             and drop it here instead.",
+            js_err(e)
+        )
+    })?;
+    let resp: web_sys::Response = resp.dyn_into().map_err(js_err)?;
+    if !resp.ok() {
+        return Err(format!(
+            "could not fetch {url}: HTTP {} {}",
+            resp.status(),
+            resp.status_text()
+        ));
+    }
+    let total = resp
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|s| s.parse::<usize>().ok());
+    // Small bodies in one piece; large ones streamed, with progress.
+    let small = total.map(|t| t < (4 << 20)).unwrap_or(false);
+    let body = if small { None } else { resp.body() };
+    let Some(body) = body else {
+        let buf = JsFuture::from(resp.array_buffer().map_err(js_err)?).await.map_err(js_err)?;
+        return Ok(Uint8Array::new(&buf).to_vec());
+    };
+    let reader: web_sys::ReadableStreamDefaultReader =
+        body.get_reader().dyn_into().map_err(|_| "not a stream reader".to_string())?;
+    let mut out = Vec::with_capacity(total.unwrap_or(0));
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(|e| format!("reading {url}: {}", js_err(e)))?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(js_err)?;
+        if done.as_bool().unwrap_or(false) {
+            break;
+        }
+        let value = js_sys::Reflect::get(&chunk, &"value".into()).map_err(js_err)?;
+        let bytes: Uint8Array = value.dyn_into().map_err(js_err)?;
+        let start = out.len();
+        out.resize(start + bytes.length() as usize, 0);
+        bytes.copy_to(&mut out[start..]);
+        progress(out.len(), total);
+    }
+    Ok(out)
+}
+
+/// Reads a dropped or picked file.
+pub async fn read_file(file: &web_sys::File) -> Result<Vec<u8>, String> {
+    let buf = JsFuture::from(file.array_buffer())
+        .await
+        .map_err(|e| format!("could not read {}: {}", file.name(), js_err(e)))?;
+    Ok(Uint8Array::new(&buf).to_vec())
+}
+
+/// Offers `text` as a download named `name`.
+pub fn download(name: &str, mime: &str, text: &str) -> Result<(), String> {
+    let parts = Array::new();
+    parts.push(&JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type(mime);
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts).map_err(js_err)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(js_err)?;
+    let doc = window().document().ok_or("no document")?;
+    let a: web_sys::HtmlAnchorElement =
+        doc.create_element("a").map_err(js_err)?.dyn_into().map_err(|_| "not an anchor")?;
+    a.set_href(&url);
+    a.set_download(name);
+    a.click();
+    let _ = web_sys::Url::revoke_object_url(&url);
+    Ok(())
+}
+
+/// Copies `text` to the clipboard (best effort).
+pub fn copy_text(text: &str) {
+    let _ = window().navigator().clipboard().write_text(text);
+}
+
+/// The page's query parameters.
+pub fn query() -> web_sys::UrlSearchParams {
+    let search = window().location().search().unwrap_or_default();
+    web_sys::UrlSearchParams::new_with_str(&search)
+        .unwrap_or_else(|_| web_sys::UrlSearchParams::new().expect("params"))
+}
+
+/// The page URL without its query.
+pub fn base_url() -> String {
+    let loc = window().location();
+    format!(
+        "{}{}",
+        loc.origin().unwrap_or_default(),
+        loc.pathname().unwrap_or_default()
+    )
+}
+
+/// Replaces the address bar's query (no navigation).
+pub fn replace_query(query: &str) {
+    if let Ok(history) = window().history() {
+        let url = if query.is_empty() { base_url() } else { format!("{}?{query}", base_url()) };
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+    }
+}
+
+/// Resolves `url` against the page (so links carry absolute sources).
+pub fn absolute(url: &str) -> String {
+    web_sys::Url::new_with_base(url, &window().location().href().unwrap_or_default())
+        .map(|u| u.href())
+        .unwrap_or_else(|_| url.to_string())
+}
+
+/// Calls `f` at the next animation frame.
+pub fn next_frame(f: impl FnOnce() + 'static) {
+    let cb = Closure::once_into_js(f);
+    let _ = window().request_animation_frame(cb.unchecked_ref());
+}

@@ -1,0 +1,343 @@
+//! `cargo xtask test`: the project's whole test suite, installing what it needs.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::site::{self, BindTarget, WASM_TARGET};
+use crate::util::{self, Ctx, Fail, Res};
+use crate::{serve, Opts};
+
+struct Env {
+    root: PathBuf,
+    target: PathBuf,
+    shared: PathBuf,
+    /// Whether `cargo test --workspace` runs (not --skip-native).
+    native: bool,
+}
+
+type StepFn = fn(&Env) -> Res<()>;
+
+pub fn run(args: &[String]) -> Res<()> {
+    let mut o = Opts::new(args);
+    let skip_native = o.flag("--skip-native");
+    let skip_wasm = o.flag("--skip-wasm");
+    let skip_python = o.flag("--skip-python");
+    let skip_browser = o.flag("--skip-browser");
+    let keep_going = o.flag("--keep-going");
+    o.finish()?;
+
+    let cx = Env {
+        root: util::repo_root(),
+        target: util::target_dir(),
+        shared: util::shared_dir(),
+        native: !skip_native,
+    };
+    let steps: [(&str, &str, bool, StepFn); 6] = [
+        (
+            "toolchain",
+            "rustup target add wasm32-unknown-unknown",
+            false,
+            step_toolchain,
+        ),
+        ("native", "cargo test --workspace", skip_native, step_native),
+        (
+            "wasm-core",
+            "wasm32 release build of the core, commlens-wasm and the app",
+            skip_wasm,
+            step_wasm_core,
+        ),
+        (
+            "wasm-conf",
+            "wasm conformance: wasm build == native CLI == expected",
+            skip_wasm,
+            step_wasm_conformance,
+        ),
+        ("python", "pytest python/tests", skip_python, step_python),
+        (
+            "browser",
+            "browser tests: node --test tests/e2e/",
+            skip_browser,
+            step_browser,
+        ),
+    ];
+    println!(
+        "xtask test: repo {}, shared {}",
+        cx.root.display(),
+        cx.shared.display()
+    );
+    let started = Instant::now();
+    let (mut passed, mut skipped, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (name, title, skip, f)) in steps.iter().enumerate() {
+        let header = format!("[{}/{}] {name}: {title}", i + 1, steps.len());
+        if *skip {
+            println!("\n==> {header} -- skipped");
+            skipped.push(*name);
+            continue;
+        }
+        println!("\n==> {header}");
+        let (r, took) = util::timed(|| f(&cx));
+        let took = util::fmt_duration(took);
+        match r {
+            Ok(()) => {
+                println!("<== {name}: ok ({took})");
+                passed.push(format!("{name} {took}"));
+            }
+            Err(Fail::Error(m) | Fail::Usage(m)) => {
+                println!("<== {name}: FAILED ({took})\n{m}");
+                failed.push(*name);
+                if !keep_going {
+                    break;
+                }
+            }
+        }
+    }
+    let total = util::fmt_duration(started.elapsed());
+    let mut summary = format!(
+        "xtask test: {} step(s) ok [{}]",
+        passed.len(),
+        passed.join(", ")
+    );
+    if !skipped.is_empty() {
+        summary.push_str(&format!("; skipped: {}", skipped.join(", ")));
+    }
+    if failed.is_empty() {
+        println!("\n{summary}; total {total}");
+        Ok(())
+    } else {
+        println!("\n{summary}; FAILED: {}; total {total}", failed.join(", "));
+        Err(Fail::msg(format!("step {} failed", failed.join(", "))))
+    }
+}
+
+fn step_toolchain(_: &Env) -> Res<()> {
+    if util::on_path("rustup").is_none() {
+        println!("(no rustup on PATH: assuming the toolchain already has {WASM_TARGET})");
+        return Ok(());
+    }
+    util::run(util::cmd("rustup").args(["target", "add", WASM_TARGET]))
+}
+
+fn step_native(cx: &Env) -> Res<()> {
+    util::run(
+        util::cargo()
+            .args(["test", "--workspace", "--no-fail-fast"])
+            .env("COMMLENS_SHARED", &cx.shared),
+    )
+}
+
+/// The core builds for wasm32 (built together with the wasm crate and the app: see
+/// `site::cargo_build_wasm`; a compile error names the crate).
+fn step_wasm_core(_: &Env) -> Res<()> {
+    site::cargo_build_wasm()
+}
+
+/// The native CLI the conformance run and pytest compare against.
+fn build_cli(cx: &Env) -> Res<PathBuf> {
+    let bin = cx.target.join("debug").join("commlens");
+    // After `cargo test --workspace` the same unit graph is fresh and holds the CLI (it has
+    // integration tests): asking again is a no-op, where `cargo build -p commlens-cli` would
+    // unify features differently and rebuild the core and its dependencies (~1 min).
+    if cx.native {
+        util::run(util::cargo().args(["test", "--workspace", "--no-run"]))?;
+    }
+    if !cx.native || !bin.is_file() {
+        util::run(util::cargo().args(["build", "-p", "commlens-cli"]))?;
+    }
+    if !bin.is_file() {
+        return Err(Fail::msg(format!("{} was not built", bin.display())));
+    }
+    Ok(bin)
+}
+
+fn require_corpus(cx: &Env) -> Res<()> {
+    let cases = cx.shared.join("conformance").join("cases");
+    if !cases.is_dir() {
+        return Err(Fail::msg(format!(
+            "the shared conformance corpus is missing: {} (set COMMLENS_SHARED)",
+            cases.display()
+        )));
+    }
+    Ok(())
+}
+
+fn step_wasm_conformance(cx: &Env) -> Res<()> {
+    require_corpus(cx)?;
+    let bin = build_cli(cx)?;
+    site::cargo_build_wasm()?;
+    let wasm = site::wasm_release_dir().join("commlens_wasm.wasm");
+    // Bound into this run's own folder (target/ is shared with concurrent runs), then kept as
+    // target/wasm-node/ for running tests/wasm/conformance.mjs by hand.
+    let node_dir = cx.target.join("wasm-node");
+    let out = util::private_dir(&node_dir, "run");
+    util::remove_dir(&out)?;
+    site::bindgen(&wasm, &out, "commlens_wasm", BindTarget::NodeJs)?;
+    println!("bound {} into {}", wasm.display(), out.display());
+    let result = util::run(
+        util::cmd("node")
+            .arg(cx.root.join("tests/wasm/conformance.mjs"))
+            .env("COMMLENS_SHARED", &cx.shared)
+            .env("COMMLENS_BIN", &bin)
+            .env("COMMLENS_WASM_NODE", &out),
+    );
+    util::replace_dir(&out, &node_dir)?;
+    result
+}
+
+fn venv_dir() -> PathBuf {
+    match std::env::var_os("COMMLENS_VENV") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "/root".into());
+            home.join(".cache/commlens/venv")
+        }
+    }
+}
+
+fn step_python(cx: &Env) -> Res<()> {
+    require_corpus(cx)?;
+    let py_dir = cx.root.join("python");
+    let reqs = py_dir.join("requirements-test.txt");
+    if !reqs.is_file() {
+        return Err(Fail::msg(format!("{} is missing", reqs.display())));
+    }
+    let venv = venv_dir();
+    let python = venv.join("bin/python");
+    if !python.is_file() {
+        println!("creating the venv {}", venv.display());
+        std::fs::create_dir_all(venv.parent().unwrap_or(Path::new("/")))
+            .ctx("create the venv's parent")?;
+        if util::run(util::cmd("python3").arg("-m").arg("venv").arg(&venv)).is_err() {
+            println!("python3 -m venv failed: installing python3-venv");
+            apt_install(&["python3-venv", "python3-pip"])?;
+            util::remove_dir(&venv)?;
+            util::run(util::cmd("python3").arg("-m").arg("venv").arg(&venv))?;
+        }
+    }
+    // Install only when the requirements or the package metadata changed since the last
+    // successful install into this venv (pip is slow even when everything is satisfied).
+    let mut parts: Vec<Vec<u8>> = vec![python.to_string_lossy().as_bytes().to_vec()];
+    for f in [
+        "requirements-test.txt",
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+    ] {
+        parts.push(f.as_bytes().to_vec());
+        parts.push(std::fs::read(py_dir.join(f)).unwrap_or_default());
+    }
+    let stamp_value = util::fnv(&parts.iter().map(|p| p.as_slice()).collect::<Vec<_>>());
+    let stamp = venv.join(".commlens-install-stamp");
+    let current = std::fs::read_to_string(&stamp).unwrap_or_default() == stamp_value
+        && util::succeeds(util::cmd(&python).args(["-c", "import torch, pytest"]));
+    if current {
+        println!(
+            "venv {} is up to date (torch, pytest and python/ installed)",
+            venv.display()
+        );
+    } else {
+        println!("installing the test requirements into {} (the first torch install is ~5 GB, a few minutes)", venv.display());
+        let pip = |c: &mut std::process::Command| {
+            c.args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--progress-bar",
+                "off",
+            ]);
+        };
+        let mut c = util::cmd(&python);
+        pip(&mut c);
+        util::run(c.arg("-r").arg(&reqs))?;
+        let mut c = util::cmd(&python);
+        pip(&mut c);
+        util::run(c.arg("-e").arg(&py_dir))?;
+        std::fs::write(&stamp, &stamp_value).ctx("write the install stamp")?;
+    }
+    let bin = build_cli(cx)?;
+    let code = util::run_code(
+        util::cmd(&python)
+            .args(["-m", "pytest", "python/tests"])
+            .env("COMMLENS_BIN", &bin)
+            .env("COMMLENS_SHARED", &cx.shared),
+    )?;
+    match code {
+        0 => Ok(()),
+        5 => Err(Fail::msg("pytest collected no tests in python/tests")),
+        c => Err(Fail::msg(format!("pytest failed (exit {c})"))),
+    }
+}
+
+fn apt_install(packages: &[&str]) -> Res<()> {
+    util::run(
+        util::cmd("apt-get")
+            .arg("update")
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+    util::run(
+        util::cmd("apt-get")
+            .args(["install", "-y"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn step_browser(cx: &Env) -> Res<()> {
+    if !Path::new(CHROMIUM).is_file() {
+        println!("{CHROMIUM} is missing: installing Debian's chromium");
+        apt_install(&["chromium", "chromium-driver"])?;
+    }
+    let e2e = cx.root.join("tests/e2e");
+    npm_install(&e2e)?;
+    // Serve this run's own copy: target/site is rebuilt by concurrent `xtask build`s.
+    let built = site::build(true)?;
+    let site_dir = util::private_dir(&cx.target.join("e2e-site"), "run");
+    util::remove_dir(&site_dir)?;
+    util::copy_dir(&built, &site_dir)?;
+    // Under a sub-path, as on a static host: this also checks the site's URLs are relative.
+    let url = serve::Server::bind(&site_dir, 0, "/commlens/")?.spawn();
+    println!("serving {} at {url}", site_dir.display());
+    let artifacts = cx.target.join("artifacts");
+    std::fs::create_dir_all(&artifacts).ctx("create target/artifacts")?;
+    let result = util::run(
+        util::cmd("node")
+            .args(["--test", "--test-reporter=spec", "--test-timeout=600000"])
+            .arg("tests/e2e/")
+            .env("COMMLENS_URL", &url)
+            .env("COMMLENS_ARTIFACTS", &artifacts)
+            .env("COMMLENS_CHROMIUM", CHROMIUM)
+            .env("COMMLENS_SHARED", &cx.shared),
+    );
+    println!("screenshots: {}", artifacts.display());
+    // The server thread keeps serving until xtask exits; its files may go now.
+    let _ = util::remove_dir(&site_dir);
+    result
+}
+
+/// `npm ci` in tests/e2e, skipped when node_modules already matches package-lock.json.
+fn npm_install(dir: &Path) -> Res<()> {
+    let lock = std::fs::read(dir.join("package-lock.json")).unwrap_or_default();
+    let manifest = std::fs::read(dir.join("package.json")).ctx("read tests/e2e/package.json")?;
+    let stamp_value = util::fnv(&[&manifest, &lock]);
+    let stamp = dir.join("node_modules/.commlens-install-stamp");
+    if std::fs::read_to_string(&stamp).unwrap_or_default() == stamp_value
+        && dir
+            .join("node_modules/playwright-core/package.json")
+            .is_file()
+    {
+        println!("tests/e2e/node_modules is up to date");
+        return Ok(());
+    }
+    let verb = if lock.is_empty() { "install" } else { "ci" };
+    util::run(
+        util::cmd("npm")
+            .arg(verb)
+            .args(["--no-audit", "--no-fund"])
+            .current_dir(dir),
+    )?;
+    std::fs::write(&stamp, stamp_value).ctx("write the npm stamp")
+}
