@@ -46,7 +46,11 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let sizes = if sizes.is_empty() { vec![10_000, 100_000, 1_000_000] } else { sizes };
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000, 1_000_000]
+    } else {
+        sizes
+    };
     let mut rows = Vec::new();
     for target in sizes {
         let text = synthetic_dump(SynthSpec::with_nodes(target));
@@ -71,8 +75,15 @@ fn main() {
         let (replan_time, _) = best(runs, || planner.plan(&args).expect("plan"));
         if std::env::var_os("COMMLENS_BENCH_DETAIL").is_some() {
             let (sig, _) = best(runs, || commlens::planner::report::graph_signature(&graph));
-            let (report_time, _) = best(runs, || commlens::planner::report::plan_to_json(&report, &graph));
-            eprintln!("{} nodes: signature {:.1} ms, report json {:.1} ms", graph.len(), ms(sig), ms(report_time));
+            let (report_time, _) = best(runs, || {
+                commlens::planner::report::plan_to_json(&report, &graph)
+            });
+            eprintln!(
+                "{} nodes: signature {:.1} ms, report json {:.1} ms",
+                graph.len(),
+                ms(sig),
+                ms(report_time)
+            );
         }
         rows.push(Row {
             nodes: graph.len(),

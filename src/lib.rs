@@ -88,7 +88,10 @@ pub fn plan_report_text(dump: &[u8], args_json: Option<&[u8]>) -> Result<String,
 }
 
 /// Reads a dump and plans it with `args.json` (or the dump's own arguments).
-pub fn read_and_plan(dump: &[u8], args_json: Option<&[u8]>) -> Result<(Graph, BucketPlan), PlanFailure> {
+pub fn read_and_plan(
+    dump: &[u8],
+    args_json: Option<&[u8]>,
+) -> Result<(Graph, BucketPlan), PlanFailure> {
     let args = match args_json {
         Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
         None => None,

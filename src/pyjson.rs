@@ -127,7 +127,9 @@ fn write_entries(
 /// A JSON string with `ensure_ascii=True` escaping, as Python's `json` writes it.
 pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
-    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
         out.push_str(s);
         out.push('"');
         return;

@@ -128,7 +128,16 @@ impl Writer {
     }
 
     fn call(&mut self, name: &str, target: &str, args: &[Arg], meta: &str, alias: bool) {
-        self.node(name, "call_function", target, args, meta, alias, false, target);
+        self.node(
+            name,
+            "call_function",
+            target,
+            args,
+            meta,
+            alias,
+            false,
+            target,
+        );
     }
 }
 
@@ -159,7 +168,12 @@ fn shape_of(param: &str, hidden: usize) -> Vec<usize> {
 }
 
 fn spec_json(local: &[usize], full: &[usize]) -> String {
-    let show = |s: &[usize]| s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+    let show = |s: &[usize]| {
+        s.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     format!(
         "\"fsdp_bucket_spec\": {{\"input_shape\": [{}], \"output_shape\": [{}], \"dtype\": \"torch.float32\", \"device\": \"cuda:0\"}}",
         show(local),
@@ -205,34 +219,97 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
             state_idx += 1;
         }
     }
-    w.node("x", "placeholder", "x", &[], &tensor(&[8, hidden], false), false, true, "x");
-    w.node("tangents_1", "placeholder", "tangents_1", &[], &tensor(&[8, hidden], false), false, true, "tangents_1");
+    w.node(
+        "x",
+        "placeholder",
+        "x",
+        &[],
+        &tensor(&[8, hidden], false),
+        false,
+        true,
+        "x",
+    );
+    w.node(
+        "tangents_1",
+        "placeholder",
+        "tangents_1",
+        &[],
+        &tensor(&[8, hidden], false),
+        false,
+        true,
+        "tangents_1",
+    );
     let ag = "_c10d_functional.all_gather_into_tensor.default";
     let rs = "_c10d_functional.reduce_scatter_tensor.default";
     let wait = "_c10d_functional.wait_tensor.default";
     let free = "hyper_parallel.compile.passes.parallel.fsdp_pass._free_tensor_storage";
-    let gather = |w: &mut Writer, tag: &str, id: usize, param: &(String, String, usize, Vec<usize>, Vec<usize>), backward: bool| {
+    let gather = |w: &mut Writer,
+                  tag: &str,
+                  id: usize,
+                  param: &(String, String, usize, Vec<usize>, Vec<usize>),
+                  backward: bool| {
         let (source, fqn, idx, local, full) = param;
         let name = format!("{tag}_ag_{id}");
-        let kind = if backward { "fsdp_all_gather_backward" } else { "fsdp_all_gather" };
+        let kind = if backward {
+            "fsdp_all_gather_backward"
+        } else {
+            "fsdp_all_gather"
+        };
         let meta = format!(
             "\"comm_type\": \"{kind}\", \"comm_group\": \"fsdp\", \"param_name\": \"{fqn}\", \"state_idx\": {idx}, \"fsdp_degree\": {degree}, {}, {}",
             spec_json(local, full),
             tensor(full, backward)
         );
-        w.call(&name, ag, &[Arg::Node(source.clone()), Arg::Int(degree as i64), Arg::Str("fsdp")], &meta, false);
+        w.call(
+            &name,
+            ag,
+            &[
+                Arg::Node(source.clone()),
+                Arg::Int(degree as i64),
+                Arg::Str("fsdp"),
+            ],
+            &meta,
+            false,
+        );
         let waited = format!("{tag}_wait_{id}");
-        w.node(&waited, "call_function", wait, &[Arg::Node(name)], &tensor(full, backward), false, true, wait);
+        w.node(
+            &waited,
+            "call_function",
+            wait,
+            &[Arg::Node(name)],
+            &tensor(full, backward),
+            false,
+            true,
+            wait,
+        );
         waited
     };
-    let release = |w: &mut Writer, tag: &str, id: usize, waited: &str, fqn: &str, backward: bool| {
-        let kind = if backward { "fsdp_reshard_free_backward" } else { "fsdp_reshard_free" };
-        let meta = format!(
-            "\"comm_type\": \"{kind}\", \"param_name\": \"{fqn}\"{}",
-            if backward { ", \"autograd_backward\": true" } else { "" }
-        );
-        w.node(&format!("{tag}_free_{id}"), "call_function", free, &[Arg::Node(waited.to_string())], &meta, false, true, "<function _free_tensor_storage>");
-    };
+    let release =
+        |w: &mut Writer, tag: &str, id: usize, waited: &str, fqn: &str, backward: bool| {
+            let kind = if backward {
+                "fsdp_reshard_free_backward"
+            } else {
+                "fsdp_reshard_free"
+            };
+            let meta = format!(
+                "\"comm_type\": \"{kind}\", \"param_name\": \"{fqn}\"{}",
+                if backward {
+                    ", \"autograd_backward\": true"
+                } else {
+                    ""
+                }
+            );
+            w.node(
+                &format!("{tag}_free_{id}"),
+                "call_function",
+                free,
+                &[Arg::Node(waited.to_string())],
+                &meta,
+                false,
+                true,
+                "<function _free_tensor_storage>",
+            );
+        };
     let mut hidden_state = "x".to_string();
     let mut saved = Vec::new();
     for layer in 0..spec.layers {
@@ -242,64 +319,173 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
         // Attention: norm, q/k/v projections, attention (impure on CPU), output projection.
         let norm_w = gather(&mut w, &tag, 0, p(0), false);
         let normed = format!("{tag}_rms");
-        w.call(&normed, "aten.mul.Tensor", &[Arg::Node(hidden_state.clone()), Arg::Node(norm_w.clone())], &fwd, false);
+        w.call(
+            &normed,
+            "aten.mul.Tensor",
+            &[Arg::Node(hidden_state.clone()), Arg::Node(norm_w.clone())],
+            &fwd,
+            false,
+        );
         release(&mut w, &tag, 0, &norm_w, &p(0).1, false);
         let mut qkv = Vec::new();
         for k in 1..4 {
             let weight = gather(&mut w, &tag, k, p(k), false);
             let t = format!("{tag}_t_{k}");
-            w.call(&t, "aten.t.default", &[Arg::Node(weight.clone())], &fwd, true);
+            w.call(
+                &t,
+                "aten.t.default",
+                &[Arg::Node(weight.clone())],
+                &fwd,
+                true,
+            );
             let mm = format!("{tag}_mm_{k}");
-            w.call(&mm, "aten.mm.default", &[Arg::Node(normed.clone()), Arg::Node(t)], &fwd, false);
+            w.call(
+                &mm,
+                "aten.mm.default",
+                &[Arg::Node(normed.clone()), Arg::Node(t)],
+                &fwd,
+                false,
+            );
             release(&mut w, &tag, k, &weight, &p(k).1, false);
             let view = format!("{tag}_view_{k}");
             w.call(&view, "aten.view.default", &[Arg::Node(mm)], &fwd, true);
             qkv.push(view);
         }
         let attn = format!("{tag}_sdpa");
-        w.node(&attn, "call_function", "aten._scaled_dot_product_flash_attention_for_cpu.default", &[Arg::Node(qkv[0].clone()), Arg::Node(qkv[1].clone()), Arg::Node(qkv[2].clone())], &fwd, false, true, "aten._scaled_dot_product_flash_attention_for_cpu.default");
+        w.node(
+            &attn,
+            "call_function",
+            "aten._scaled_dot_product_flash_attention_for_cpu.default",
+            &[
+                Arg::Node(qkv[0].clone()),
+                Arg::Node(qkv[1].clone()),
+                Arg::Node(qkv[2].clone()),
+            ],
+            &fwd,
+            false,
+            true,
+            "aten._scaled_dot_product_flash_attention_for_cpu.default",
+        );
         let out = format!("{tag}_attn_out");
-        w.call(&out, "_operator.getitem", &[Arg::Node(attn), Arg::Int(0)], &fwd, true);
+        w.call(
+            &out,
+            "_operator.getitem",
+            &[Arg::Node(attn), Arg::Int(0)],
+            &fwd,
+            true,
+        );
         let wo = gather(&mut w, &tag, 4, p(4), false);
         let wo_t = format!("{tag}_t_4");
-        w.call(&wo_t, "aten.t.default", &[Arg::Node(wo.clone())], &fwd, true);
+        w.call(
+            &wo_t,
+            "aten.t.default",
+            &[Arg::Node(wo.clone())],
+            &fwd,
+            true,
+        );
         let proj = format!("{tag}_mm_4");
-        w.call(&proj, "aten.mm.default", &[Arg::Node(out), Arg::Node(wo_t)], &fwd, false);
+        w.call(
+            &proj,
+            "aten.mm.default",
+            &[Arg::Node(out), Arg::Node(wo_t)],
+            &fwd,
+            false,
+        );
         release(&mut w, &tag, 4, &wo, &p(4).1, false);
         let h = format!("{tag}_add_0");
-        w.call(&h, "aten.add.Tensor", &[Arg::Node(hidden_state.clone()), Arg::Node(proj)], &fwd, false);
+        w.call(
+            &h,
+            "aten.add.Tensor",
+            &[Arg::Node(hidden_state.clone()), Arg::Node(proj)],
+            &fwd,
+            false,
+        );
         // Feed-forward: norm, SwiGLU.
         let ffn_w = gather(&mut w, &tag, 5, p(5), false);
         let ffn_in = format!("{tag}_rms_ffn");
-        w.call(&ffn_in, "aten.mul.Tensor", &[Arg::Node(h.clone()), Arg::Node(ffn_w.clone())], &fwd, false);
+        w.call(
+            &ffn_in,
+            "aten.mul.Tensor",
+            &[Arg::Node(h.clone()), Arg::Node(ffn_w.clone())],
+            &fwd,
+            false,
+        );
         release(&mut w, &tag, 5, &ffn_w, &p(5).1, false);
         let mut branches = Vec::new();
         for k in [6, 8] {
             let weight = gather(&mut w, &tag, k, p(k), false);
             let t = format!("{tag}_t_{k}");
-            w.call(&t, "aten.t.default", &[Arg::Node(weight.clone())], &fwd, true);
+            w.call(
+                &t,
+                "aten.t.default",
+                &[Arg::Node(weight.clone())],
+                &fwd,
+                true,
+            );
             let mm = format!("{tag}_mm_{k}");
-            w.call(&mm, "aten.mm.default", &[Arg::Node(ffn_in.clone()), Arg::Node(t)], &fwd, false);
+            w.call(
+                &mm,
+                "aten.mm.default",
+                &[Arg::Node(ffn_in.clone()), Arg::Node(t)],
+                &fwd,
+                false,
+            );
             release(&mut w, &tag, k, &weight, &p(k).1, false);
             branches.push(mm);
         }
         let silu = format!("{tag}_silu");
-        w.call(&silu, "aten.silu.default", &[Arg::Node(branches[0].clone())], &fwd, false);
+        w.call(
+            &silu,
+            "aten.silu.default",
+            &[Arg::Node(branches[0].clone())],
+            &fwd,
+            false,
+        );
         let gated = format!("{tag}_gate");
-        w.call(&gated, "aten.mul.Tensor", &[Arg::Node(silu), Arg::Node(branches[1].clone())], &fwd, false);
+        w.call(
+            &gated,
+            "aten.mul.Tensor",
+            &[Arg::Node(silu), Arg::Node(branches[1].clone())],
+            &fwd,
+            false,
+        );
         let w2 = gather(&mut w, &tag, 7, p(7), false);
         let w2_t = format!("{tag}_t_7");
-        w.call(&w2_t, "aten.t.default", &[Arg::Node(w2.clone())], &fwd, true);
+        w.call(
+            &w2_t,
+            "aten.t.default",
+            &[Arg::Node(w2.clone())],
+            &fwd,
+            true,
+        );
         let down = format!("{tag}_mm_7");
-        w.call(&down, "aten.mm.default", &[Arg::Node(gated.clone()), Arg::Node(w2_t)], &fwd, false);
+        w.call(
+            &down,
+            "aten.mm.default",
+            &[Arg::Node(gated.clone()), Arg::Node(w2_t)],
+            &fwd,
+            false,
+        );
         release(&mut w, &tag, 7, &w2, &p(7).1, false);
         let next = format!("{tag}_add_1");
-        w.call(&next, "aten.add.Tensor", &[Arg::Node(h.clone()), Arg::Node(down)], &fwd, false);
+        w.call(
+            &next,
+            "aten.add.Tensor",
+            &[Arg::Node(h.clone()), Arg::Node(down)],
+            &fwd,
+            false,
+        );
         saved.push((normed, ffn_in, gated));
         hidden_state = next;
     }
     let loss = "loss".to_string();
-    w.call(&loss, "aten.sum.default", &[Arg::Node(hidden_state)], &tensor(&[], false), false);
+    w.call(
+        &loss,
+        "aten.sum.default",
+        &[Arg::Node(hidden_state)],
+        &tensor(&[], false),
+        false,
+    );
     // Backward, last layer first: re-gather each weight, compute its gradient, reduce-scatter.
     let bwd = tensor(&[8, hidden], true);
     let mut grad = "tangents_1".to_string();
@@ -316,16 +502,46 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
             };
             let weight = gather(&mut w, &tag, k, param, true);
             let t = format!("{tag}_t_{k}");
-            w.call(&t, "aten.t.default", &[Arg::Node(weight.clone())], &bwd, true);
+            w.call(
+                &t,
+                "aten.t.default",
+                &[Arg::Node(weight.clone())],
+                &bwd,
+                true,
+            );
             let dx = format!("{tag}_dx_{k}");
-            w.call(&dx, "aten.mm.default", &[Arg::Node(grad.clone()), Arg::Node(t)], &bwd, false);
+            w.call(
+                &dx,
+                "aten.mm.default",
+                &[Arg::Node(grad.clone()), Arg::Node(t)],
+                &bwd,
+                false,
+            );
             release(&mut w, &tag, k, &weight, &param.1, true);
             let gt = format!("{tag}_gt_{k}");
-            w.call(&gt, "aten.t.default", &[Arg::Node(grad.clone())], &bwd, true);
+            w.call(
+                &gt,
+                "aten.t.default",
+                &[Arg::Node(grad.clone())],
+                &bwd,
+                true,
+            );
             let dw = format!("{tag}_dw_{k}");
-            w.call(&dw, "aten.mm.default", &[Arg::Node(gt), Arg::Node(activation.clone())], &tensor(&param.4, true), false);
+            w.call(
+                &dw,
+                "aten.mm.default",
+                &[Arg::Node(gt), Arg::Node(activation.clone())],
+                &tensor(&param.4, true),
+                false,
+            );
             let dw_view = format!("{tag}_dwv_{k}");
-            w.call(&dw_view, "aten.view.default", &[Arg::Node(dw)], &tensor(&param.4, true), true);
+            w.call(
+                &dw_view,
+                "aten.view.default",
+                &[Arg::Node(dw)],
+                &tensor(&param.4, true),
+                true,
+            );
             let reduced = format!("{tag}_rs_{k}");
             let meta = format!(
                 "\"comm_type\": \"fsdp_reduce_scatter\", \"comm_group\": \"fsdp\", \"param_name\": \"{}\", \"state_idx\": {}, \"fsdp_degree\": {degree}, {}, {}",
@@ -334,16 +550,51 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
                 spec_json(&param.4, &param.3),
                 tensor(&param.3, true)
             );
-            w.call(&reduced, rs, &[Arg::Node(dw_view), Arg::Str("avg"), Arg::Int(degree as i64), Arg::Str("fsdp")], &meta, false);
+            w.call(
+                &reduced,
+                rs,
+                &[
+                    Arg::Node(dw_view),
+                    Arg::Str("avg"),
+                    Arg::Int(degree as i64),
+                    Arg::Str("fsdp"),
+                ],
+                &meta,
+                false,
+            );
             let waited = format!("{tag}_rs_wait_{k}");
-            w.node(&waited, "call_function", wait, &[Arg::Node(reduced)], &tensor(&param.3, true), false, true, wait);
+            w.node(
+                &waited,
+                "call_function",
+                wait,
+                &[Arg::Node(reduced)],
+                &tensor(&param.3, true),
+                false,
+                true,
+                wait,
+            );
             outputs.push(waited);
             let next = format!("{tag}_grad_{k}");
-            w.call(&next, "aten.add.Tensor", &[Arg::Node(grad.clone()), Arg::Node(dx)], &bwd, false);
+            w.call(
+                &next,
+                "aten.add.Tensor",
+                &[Arg::Node(grad.clone()), Arg::Node(dx)],
+                &bwd,
+                false,
+            );
             grad = next;
         }
     }
-    w.node("output", "output", "output", &[Arg::Nodes(outputs)], "", false, true, "output");
+    w.node(
+        "output",
+        "output",
+        "output",
+        &[Arg::Nodes(outputs)],
+        "",
+        false,
+        true,
+        "output",
+    );
     w.out.push_str("\n]}\n");
     w.out
 }
@@ -354,10 +605,17 @@ mod tests {
 
     #[test]
     fn synthetic_dumps_read_and_plan() {
-        let text = synthetic_dump(SynthSpec { layers: 3, degree: 4, hidden: 64 });
+        let text = synthetic_dump(SynthSpec {
+            layers: 3,
+            degree: 4,
+            hidden: 64,
+        });
         let graph = crate::Graph::new(crate::read_dump(text.as_bytes()).expect("valid dump"));
         let per_layer = (graph.len() - 27 - 4) / 3;
-        assert!(per_layer.abs_diff(SynthSpec::NODES_PER_LAYER) < 12, "{per_layer} nodes per layer");
+        assert!(
+            per_layer.abs_diff(SynthSpec::NODES_PER_LAYER) < 12,
+            "{per_layer} nodes per layer"
+        );
         let args = crate::resolve_args(&graph, None);
         let plan = crate::plan(&graph, &args).expect("plan");
         assert_eq!(plan.summary.tagged_collectives, 3 * 9 * 3);

@@ -34,11 +34,13 @@ fn every_reason_has_a_fixture_that_produces_it() {
             serde_json::from_str(&plan_to_json(&plan, &graph)).expect("report JSON");
         let source = graph.dump.source.clone().expect("fixture source");
         for expected in source["expect"].as_array().expect("source.expect") {
-            let found = report["decisions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|d| expected.as_object().unwrap().iter().all(|(k, v)| &d[k] == v));
+            let found = report["decisions"].as_array().unwrap().iter().any(|d| {
+                expected
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .all(|(k, v)| &d[k] == v)
+            });
             if !found {
                 failures.push(format!("{reason}: missing decision {expected}"));
             }
@@ -52,11 +54,18 @@ fn every_reason_has_a_fixture_that_produces_it() {
     }
     // Every reachable reason has its fixture (incompatible_key cannot be reached through the
     // planner: candidates are grouped by key before keys are compared).
-    for reason in Reason::SKIPS.iter().chain(Reason::SPLITS.iter()).chain([Reason::Oversized].iter()) {
+    for reason in Reason::SKIPS
+        .iter()
+        .chain(Reason::SPLITS.iter())
+        .chain([Reason::Oversized].iter())
+    {
         if *reason == Reason::IncompatibleKey {
             continue;
         }
-        if !files.iter().any(|f| f.file_stem().unwrap() == reason.as_str()) {
+        if !files
+            .iter()
+            .any(|f| f.file_stem().unwrap() == reason.as_str())
+        {
             failures.push(format!("no fixture for {}", reason.as_str()));
         }
     }

@@ -22,7 +22,11 @@ fn each_bad_dump_gives_its_message() {
         let stem = name.split('.').next().unwrap().to_string();
         let outcome = read_dump(&common::read(&file));
         let text = match (&outcome, stem.starts_with("ok_")) {
-            (Ok(dump), true) => format!("ok: {} nodes, warnings: {:?}\n", dump.nodes.len(), dump.warnings),
+            (Ok(dump), true) => format!(
+                "ok: {} nodes, warnings: {:?}\n",
+                dump.nodes.len(),
+                dump.warnings
+            ),
             (Err(e), false) => format!("{e}\n"),
             (Ok(_), false) => {
                 failures.push(format!("{name}: read without error"));
@@ -33,7 +37,8 @@ fn each_bad_dump_gives_its_message() {
                 continue;
             }
         };
-        if let Err(e) = common::check_snapshot(&format!("tests/snapshots/reader/{stem}.txt"), &text) {
+        if let Err(e) = common::check_snapshot(&format!("tests/snapshots/reader/{stem}.txt"), &text)
+        {
             failures.push(e);
         }
     }

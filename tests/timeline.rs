@@ -97,8 +97,13 @@ fn zoom_culls() {
 #[test]
 #[ignore]
 fn write_synthetic_dump() {
-    let Some(out) = std::env::var_os("COMMLENS_SYNTH_OUT") else { return };
-    let nodes = std::env::var("COMMLENS_SYNTH_NODES").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000);
+    let Some(out) = std::env::var_os("COMMLENS_SYNTH_OUT") else {
+        return;
+    };
+    let nodes = std::env::var("COMMLENS_SYNTH_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100_000);
     let text = commlens::synth::synthetic_dump(commlens::synth::SynthSpec::with_nodes(nodes));
     std::fs::write(out, text).unwrap();
 }
@@ -108,7 +113,10 @@ fn write_synthetic_dump() {
 #[ignore]
 fn scale_timing() {
     use std::time::Instant;
-    let nodes = std::env::var("COMMLENS_SYNTH_NODES").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000);
+    let nodes = std::env::var("COMMLENS_SYNTH_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100_000);
     let text = commlens::synth::synthetic_dump(commlens::synth::SynthSpec::with_nodes(nodes));
     let t = Instant::now();
     let graph = commlens::Graph::new(commlens::read_dump(text.as_bytes()).unwrap());
@@ -117,7 +125,12 @@ fn scale_timing() {
     let plan = commlens::plan(&graph, &commlens::resolve_args(&graph, None)).unwrap();
     let planned = t.elapsed();
     let t = Instant::now();
-    let input = commlens::timeline::plan_timeline(&graph, &plan, &commlens::timeline::Roles::classify(&graph), "synth");
+    let input = commlens::timeline::plan_timeline(
+        &graph,
+        &plan,
+        &commlens::timeline::Roles::classify(&graph),
+        "synth",
+    );
     let adapt = t.elapsed();
     let t = Instant::now();
     let scene = build_scene(&input, Viewport::full(input.node_count), 1400);
@@ -138,7 +151,12 @@ fn scene_repeat() {
     let text = commlens::synth::synthetic_dump(commlens::synth::SynthSpec::with_nodes(100_000));
     let graph = commlens::Graph::new(commlens::read_dump(text.as_bytes()).unwrap());
     let plan = commlens::plan(&graph, &commlens::resolve_args(&graph, None)).unwrap();
-    let input = commlens::timeline::plan_timeline(&graph, &plan, &commlens::timeline::Roles::classify(&graph), "synth");
+    let input = commlens::timeline::plan_timeline(
+        &graph,
+        &plan,
+        &commlens::timeline::Roles::classify(&graph),
+        "synth",
+    );
     for w in [1400u32, 1400, 1400] {
         let t = Instant::now();
         let scene = build_scene(&input, Viewport::full(input.node_count), w);
@@ -147,11 +165,24 @@ fn scene_repeat() {
         let svg = render_svg(&scene);
         eprintln!("scene {a:?} svg {:?} {}", t.elapsed(), svg.len());
         let t = Instant::now();
-        let z = build_scene(&input, Viewport { x0: 50_000.0, x1: 52_000.0 }, w);
+        let z = build_scene(
+            &input,
+            Viewport {
+                x0: 50_000.0,
+                x1: 52_000.0,
+            },
+            w,
+        );
         let a = t.elapsed();
         let t = Instant::now();
         let svg = render_svg(&z);
-        eprintln!("zoomed: scene {a:?} svg {:?} {} bytes {} bars {} splits", t.elapsed(), svg.len(), z.bars.len(), z.splits.len());
+        eprintln!(
+            "zoomed: scene {a:?} svg {:?} {} bytes {} bars {} splits",
+            t.elapsed(),
+            svg.len(),
+            z.bars.len(),
+            z.splits.len()
+        );
     }
 }
 
@@ -174,15 +205,23 @@ fn adapt_repeat() {
 
 #[test]
 fn chrome_trace_is_well_formed() {
-    let Some((dump, plan)) = case("mlp_capacity") else { return };
+    let Some((dump, plan)) = case("mlp_capacity") else {
+        return;
+    };
     let input = TimelineInput::from_report(&dump, &plan);
-    let trace: serde_json::Value = serde_json::from_str(&commlens::timeline::chrome_trace(&input)).unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_str(&commlens::timeline::chrome_trace(&input)).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     let x: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
     let buckets = x.iter().filter(|e| e["cat"] == "bucket").count();
     assert_eq!(buckets, plan["buckets"].as_array().unwrap().len());
     for e in &x {
-        assert!(e["ts"].is_u64() && e["dur"].as_u64().unwrap() >= 1 && e["pid"].is_u64() && e["tid"].is_u64());
+        assert!(
+            e["ts"].is_u64()
+                && e["dur"].as_u64().unwrap() >= 1
+                && e["pid"].is_u64()
+                && e["tid"].is_u64()
+        );
         assert!(e["name"].is_string());
     }
     let instants = events.iter().filter(|e| e["ph"] == "i").count();

@@ -37,20 +37,32 @@ fn json(path: &Path) -> serde_json::Value {
 #[test]
 fn plan_matches_every_conformance_case() {
     let cases = dirs(&shared().join("conformance/cases"));
-    assert!(!cases.is_empty(), "no conformance cases under {}", shared().display());
+    assert!(
+        !cases.is_empty(),
+        "no conformance cases under {}",
+        shared().display()
+    );
     let mut failures = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let dump = case.join("dump.json");
         let args = case.join("args.json");
-        let out = run(&["plan", dump.to_str().unwrap(), "--args", args.to_str().unwrap()]);
+        let out = run(&[
+            "plan",
+            dump.to_str().unwrap(),
+            "--args",
+            args.to_str().unwrap(),
+        ]);
         let expected_bytes = std::fs::read(case.join("plan.json")).unwrap();
         let expected: serde_json::Value = serde_json::from_slice(&expected_bytes).unwrap();
         match expected.get("message").and_then(|m| m.as_str()) {
             Some(message) => {
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 if out.status.success() || stderr.trim_end() != message {
-                    failures.push(format!("{name}: expected failure {message:?}, got {:?} {stderr:?}", out.status.code()));
+                    failures.push(format!(
+                        "{name}: expected failure {message:?}, got {:?} {stderr:?}",
+                        out.status.code()
+                    ));
                 }
             }
             None => {
@@ -64,7 +76,13 @@ fn plan_matches_every_conformance_case() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -77,20 +95,34 @@ fn validate_matches_every_validate_case_in_both_forms() {
         let expected = json(&case.join("expected.json"));
         let manifest_path = case.join("validate.json");
         let manifest = json(&manifest_path);
-        let mut direct = vec!["validate".to_string(), "--group".into(), manifest["group"].as_str().unwrap().into()];
+        let mut direct = vec![
+            "validate".to_string(),
+            "--group".into(),
+            manifest["group"].as_str().unwrap().into(),
+        ];
         for entry in manifest["plans"].as_array().unwrap() {
             direct.push("--rank".into());
-            direct.push(format!("{}={}", entry[0], case.join(entry[1].as_str().unwrap()).display()));
+            direct.push(format!(
+                "{}={}",
+                entry[0],
+                case.join(entry[1].as_str().unwrap()).display()
+            ));
         }
         let direct: Vec<&str> = direct.iter().map(String::as_str).collect();
-        for out in [run(&["validate", manifest_path.to_str().unwrap()]), run(&direct)] {
+        for out in [
+            run(&["validate", manifest_path.to_str().unwrap()]),
+            run(&direct),
+        ] {
             let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
             let ok = match expected["ok"].as_bool() {
                 Some(true) => out.status.success(),
                 _ => !out.status.success() && Some(stderr.as_str()) == expected["message"].as_str(),
             };
             if !ok {
-                failures.push(format!("{name}: expected {expected}, got {:?} {stderr:?}", out.status.code()));
+                failures.push(format!(
+                    "{name}: expected {expected}, got {:?} {stderr:?}",
+                    out.status.code()
+                ));
             }
         }
     }
@@ -117,30 +149,47 @@ fn plan_errors_name_what_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["plan", good.to_str().unwrap(), "--format", "text"]);
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("split ag_l1_bias from ag_l1_weight: capacity"));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("split ag_l1_bias from ag_l1_weight: capacity"));
 }
 
 #[test]
 fn plan_with_args_file_errors() {
-    let good = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/planner/capacity.json");
+    let good =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/planner/capacity.json");
     let dir = std::env::temp_dir().join(format!("commlens-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let args = dir.join("args.json");
     std::fs::write(&args, "[1, 2]").unwrap();
-    let out = run(&["plan", good.to_str().unwrap(), "--args", args.to_str().unwrap()]);
+    let out = run(&[
+        "plan",
+        good.to_str().unwrap(),
+        "--args",
+        args.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim_end(),
         "invalid planner arguments: expected a JSON object, found an array"
     );
     std::fs::write(&args, r#"{"policy": {"cap_bytes": 0}}"#).unwrap();
-    let out = run(&["plan", good.to_str().unwrap(), "--args", args.to_str().unwrap()]);
+    let out = run(&[
+        "plan",
+        good.to_str().unwrap(),
+        "--args",
+        args.to_str().unwrap(),
+    ]);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim_end(),
         "cap_bytes must be None or a non-negative integer (cap_bytes must be positive)"
     );
     std::fs::write(&args, r#"{"policy": {"cap": 10}}"#).unwrap();
-    let out = run(&["plan", good.to_str().unwrap(), "--args", args.to_str().unwrap()]);
+    let out = run(&[
+        "plan",
+        good.to_str().unwrap(),
+        "--args",
+        args.to_str().unwrap(),
+    ]);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim_end(),
         "BucketPolicy.__init__() got an unexpected keyword argument 'cap'"

@@ -21,7 +21,10 @@ fn render(case: &str, extra: &[&str]) -> Option<(String, serde_json::Value)> {
     let dir = case_dir(case)?;
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let out = std::env::temp_dir().join(format!("commlens-render-{case}-{}-{n}.svg", std::process::id()));
+    let out = std::env::temp_dir().join(format!(
+        "commlens-render-{case}-{}-{n}.svg",
+        std::process::id()
+    ));
     let status = Command::new(env!("CARGO_BIN_EXE_commlens"))
         .arg("render")
         .arg(dir.join("dump.json"))
@@ -35,12 +38,18 @@ fn render(case: &str, extra: &[&str]) -> Option<(String, serde_json::Value)> {
     assert!(status.success(), "commlens render {case} failed");
     let svg = std::fs::read_to_string(&out).expect("read svg");
     let _ = std::fs::remove_file(&out);
-    let plan = serde_json::from_slice(&std::fs::read(dir.join("plan.json")).expect("plan.json")).expect("json");
+    let plan = serde_json::from_slice(&std::fs::read(dir.join("plan.json")).expect("plan.json"))
+        .expect("json");
     Some((svg, plan))
 }
 
 fn count_decisions(plan: &serde_json::Value, action: &str) -> usize {
-    plan["decisions"].as_array().unwrap().iter().filter(|d| d["action"] == action).count()
+    plan["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["action"] == action)
+        .count()
 }
 
 #[test]
@@ -56,7 +65,11 @@ fn snapshot_mlp_capacity() {
     }
     let expected = std::fs::read_to_string(&path).unwrap();
     if svg != expected {
-        let line = svg.lines().zip(expected.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        let line = svg
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
         panic!(
             "render output differs from {} at line {} (UPDATE_SNAPSHOTS=1 rewrites it)\n got: {}\nwant: {}",
             path.display(),
@@ -69,18 +82,45 @@ fn snapshot_mlp_capacity() {
 
 #[test]
 fn counts_match_reports() {
-    for case in ["mlp_capacity", "mlp_unmatched_paths", "llama2_attention_ffn_groups", "llama2_capacity", "gated_ffn_groups"] {
-        let Some((svg, plan)) = render(case, &[]) else { return };
-        assert_eq!(svg.matches("<g data-bucket=").count(), plan["buckets"].as_array().unwrap().len(), "{case} bars");
-        assert_eq!(svg.matches("<g data-split=").count(), count_decisions(&plan, "split"), "{case} splits");
-        assert_eq!(svg.matches("<g data-skip=").count(), count_decisions(&plan, "skip"), "{case} skips");
-        assert_eq!(svg.matches("data-singleton=").count(), count_decisions(&plan, "singleton"), "{case} singletons");
+    for case in [
+        "mlp_capacity",
+        "mlp_unmatched_paths",
+        "llama2_attention_ffn_groups",
+        "llama2_capacity",
+        "gated_ffn_groups",
+    ] {
+        let Some((svg, plan)) = render(case, &[]) else {
+            return;
+        };
+        assert_eq!(
+            svg.matches("<g data-bucket=").count(),
+            plan["buckets"].as_array().unwrap().len(),
+            "{case} bars"
+        );
+        assert_eq!(
+            svg.matches("<g data-split=").count(),
+            count_decisions(&plan, "split"),
+            "{case} splits"
+        );
+        assert_eq!(
+            svg.matches("<g data-skip=").count(),
+            count_decisions(&plan, "skip"),
+            "{case} skips"
+        );
+        assert_eq!(
+            svg.matches("data-singleton=").count(),
+            count_decisions(&plan, "singleton"),
+            "{case} singletons"
+        );
     }
 }
 
 #[test]
 fn usage_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_commlens")).args(["render"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_commlens"))
+        .args(["render"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = Command::new(env!("CARGO_BIN_EXE_commlens"))
         .args(["render", "/nonexistent/dump.json", "-o", "/tmp/x.svg"])

@@ -240,9 +240,8 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
                 PyValue::Str(s) => {
                     !s.is_empty()
                         && !s.contains(['*', '?', '[', ']'])
-                        && s.split('.').all(|part| {
-                            !part.is_empty() && part.trim_matches(py_is_space) == part
-                        })
+                        && s.split('.')
+                            .all(|part| !part.is_empty() && part.trim_matches(py_is_space) == part)
                 }
                 _ => false,
             };
@@ -505,9 +504,21 @@ mod tests {
     fn module_index_agrees_with_match_module_bucket() {
         let groups = plans(json!(["layers.0", ["tok", "norm"], "layers.10.attention"])).unwrap();
         let index = ModuleIndex::new(&groups);
-        for name in ["layers.0.w", "layers.01.w", "layers.10.attention.wq.weight", "norm.weight", "tok", "x.layers.0.w", "layers.10.ffn.w"] {
+        for name in [
+            "layers.0.w",
+            "layers.01.w",
+            "layers.10.attention.wq.weight",
+            "norm.weight",
+            "tok",
+            "x.layers.0.w",
+            "layers.10.ffn.w",
+        ] {
             let direct = match_module_bucket(name, &groups);
-            assert_eq!(index.group_of(name).map(|g| groups[g].as_slice()), direct, "{name}");
+            assert_eq!(
+                index.group_of(name).map(|g| groups[g].as_slice()),
+                direct,
+                "{name}"
+            );
         }
     }
 

@@ -7,7 +7,9 @@
 //! planning grows near-linearly with graph size.
 
 use super::candidates::TaggedCollective;
-use super::{Action, Bucket, BucketPolicy, Candidate, CompatibilityKey, Decision, Reason, FREE_TAGS};
+use super::{
+    Action, Bucket, BucketPolicy, Candidate, CompatibilityKey, Decision, Reason, FREE_TAGS,
+};
 use crate::dump::Op;
 use crate::graph::{is_free_tensor_storage, Graph, NodeId};
 use indexmap::IndexMap;
@@ -376,7 +378,10 @@ mod tests {
         other.state_idx = 999;
         let open = OpenBucket::new(forward.clone(), &[]);
         let policy = BucketPolicy::default();
-        assert_eq!(open.membership_reason(&other, &policy), Some(Reason::IncompatibleKey));
+        assert_eq!(
+            open.membership_reason(&other, &policy),
+            Some(Reason::IncompatibleKey)
+        );
         let mut repeated = forward.clone();
         repeated.launch += 1;
         assert_eq!(

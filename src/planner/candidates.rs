@@ -185,7 +185,12 @@ fn late_facts(
         .meta("fsdp_bucket_spec")
         .and_then(PyValue::as_dict)
         .unwrap_or(&empty);
-    let (input_shape, output_shape, dtype, device) = layout(kind, degree.unwrap_or(0), spec)?;
+    let Layout {
+        input_shape,
+        output_shape,
+        dtype,
+        device,
+    } = layout(kind, degree.unwrap_or(0), spec)?;
     let waits = graph.users(id);
     if waits.len() != 1 || !graph.is_wait(waits[0]) {
         return Err(Reason::UnsupportedWaitUsers);
@@ -244,12 +249,20 @@ const PLANNED_DTYPES: [&str; 4] = [
     "torch.float64",
 ];
 
+/// A packable layout read from `fsdp_bucket_spec`.
+struct Layout<'a> {
+    input_shape: Vec<i128>,
+    output_shape: Vec<i128>,
+    dtype: &'static str,
+    device: &'a str,
+}
+
 /// `_layout_reason`, returning the parsed layout when it is packable.
 fn layout(
     kind: CollectiveKind,
     degree: i128,
     spec: &IndexMap<String, PyValue>,
-) -> Result<(Vec<i128>, Vec<i128>, &'static str, &str), Reason> {
+) -> Result<Layout<'_>, Reason> {
     let input = static_shape(spec.get("input_shape"));
     let output = static_shape(spec.get("output_shape"));
     let (Some(input), Some(output)) = (input, output) else {
@@ -278,7 +291,12 @@ fn layout(
     if !matches {
         return Err(Reason::InvalidDim0Layout);
     }
-    Ok((input, output, dtype, device))
+    Ok(Layout {
+        input_shape: input,
+        output_shape: output,
+        dtype,
+        device,
+    })
 }
 
 /// Device types `torch.device(str)` accepts (`c10::Device` parsing).
@@ -412,7 +430,12 @@ pub(crate) fn scan(
     let groups: HashMap<&str, (Arc<str>, Arc<[i128]>)> = args
         .groups
         .iter()
-        .map(|(g, ranks)| (g.as_str(), (Arc::from(g.as_str()), Arc::from(ranks.as_slice()))))
+        .map(|(g, ranks)| {
+            (
+                g.as_str(),
+                (Arc::from(g.as_str()), Arc::from(ranks.as_slice())),
+            )
+        })
         .collect();
     // With module plans, scope `i` is plan group `i`; without, scopes are parent modules (or
     // `<parameter:NAME>`). A parameter's scope depends only on its name: resolve each once.
@@ -538,7 +561,10 @@ fn admit(
 }
 
 /// `_unmatched_module_paths`: scope paths that selected no parameter.
-pub(crate) fn unmatched_module_paths(scopes: &[ScopeEntry], param_names: &[Arc<str>]) -> Vec<String> {
+pub(crate) fn unmatched_module_paths(
+    scopes: &[ScopeEntry],
+    param_names: &[Arc<str>],
+) -> Vec<String> {
     let mut unmatched = Vec::new();
     for scope in scopes {
         for path in scope.fqns.iter() {
@@ -564,7 +590,9 @@ mod tests {
         for ok in ["cpu", "cuda", "cuda:0", "cuda:7", "hpu:3", "meta", "xla:1"] {
             assert!(is_torch_device(ok), "{ok}");
         }
-        for bad in ["gpu:0", "cuda:01", "cuda:", "", "cuda:-1", "cuda:0:1", "CUDA", "cuda:300"] {
+        for bad in [
+            "gpu:0", "cuda:01", "cuda:", "", "cuda:-1", "cuda:0:1", "CUDA", "cuda:300",
+        ] {
             assert!(!is_torch_device(bad), "{bad}");
         }
     }

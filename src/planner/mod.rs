@@ -18,6 +18,7 @@ use crate::graph::{Graph, NodeId};
 use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 /// The collective kinds the planner buckets (`_KINDS`), by `comm_type` tag.
@@ -470,8 +471,11 @@ pub fn plan_validated(graph: &Graph, args: &ValidatedArgs) -> BucketPlan {
 /// A graph prepared for planning: what does not depend on the planner's arguments (the
 /// tagged collectives, where a bucket could be stopped, the graph signature) is computed
 /// once, so each re-plan only does the argument-dependent work.
-pub struct Planner<'g> {
-    graph: &'g Graph,
+///
+/// `G` is how the planner holds its graph: borrowed (`Planner<&Graph>`) for one-off plans, or
+/// shared (`Planner<Rc<Graph>>`) where it lives as long as the view that re-plans it.
+pub struct Planner<G: Borrow<Graph>> {
+    graph: G,
     barriers: buckets::Barriers,
     /// Nodes whose `comm_type` is a planned kind, in graph order, with their local checks.
     tagged: Vec<candidates::TaggedCollective>,
@@ -480,17 +484,18 @@ pub struct Planner<'g> {
     signature: String,
 }
 
-impl<'g> Planner<'g> {
-    pub fn new(graph: &'g Graph) -> Planner<'g> {
+impl<G: Borrow<Graph>> Planner<G> {
+    pub fn new(graph: G) -> Planner<G> {
         // One pass over the nodes: each is hashed into the signature, classified for the
         // split scans, and (when tagged) checked as a candidate while it is in cache.
         let mut signature = report::SignatureHasher::default();
-        let mut barriers = buckets::BarrierBuilder::with_capacity(graph.len());
+        let view = graph.borrow();
+        let mut barriers = buckets::BarrierBuilder::with_capacity(view.len());
         let mut preparer = candidates::Preparer::default();
-        for (id, node) in graph.nodes().iter().enumerate() {
+        for (id, node) in view.nodes().iter().enumerate() {
             signature.add(node);
-            barriers.visit(graph, id, node);
-            preparer.visit(graph, id, node);
+            barriers.visit(view, id, node);
+            preparer.visit(view, id, node);
         }
         Planner {
             graph,
@@ -501,13 +506,13 @@ impl<'g> Planner<'g> {
         }
     }
 
-    pub fn graph(&self) -> &'g Graph {
-        self.graph
+    pub fn graph(&self) -> &Graph {
+        self.graph.borrow()
     }
 
     /// Validates the arguments (reference order and messages) and plans.
     pub fn plan(&self, args: &PlannerArgs) -> Result<BucketPlan, ArgError> {
-        let validated = args::validate(args, &self.graph.dump.modules)?;
+        let validated = args::validate(args, &self.graph().dump.modules)?;
         Ok(self.plan_validated(&validated))
     }
 
@@ -517,8 +522,8 @@ impl<'g> Planner<'g> {
     }
 }
 
-fn plan_prepared(planner: &Planner<'_>, args: &ValidatedArgs) -> BucketPlan {
-    let graph = planner.graph;
+fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -> BucketPlan {
+    let graph = planner.graph();
     let scan = candidates::scan(&planner.tagged, &planner.param_names, args);
     let candidates::ScanResult {
         candidates,

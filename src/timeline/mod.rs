@@ -69,13 +69,26 @@ impl Roles {
         let diagnostics = c
             .diagnostics
             .iter()
-            .map(|d| (d.code.as_str().to_string(), d.nodes.clone(), d.message.clone()))
+            .map(|d| {
+                (
+                    d.code.as_str().to_string(),
+                    d.nodes.clone(),
+                    d.message.clone(),
+                )
+            })
             .collect();
-        Roles { by_node, diagnostics }
+        Roles {
+            by_node,
+            diagnostics,
+        }
     }
 
     /// A node's role: the classifier's, else (a node it did not see) the legacy tag's.
-    pub fn get(&self, graph: &crate::graph::Graph, id: usize) -> (Option<std::rc::Rc<str>>, RoleSource) {
+    pub fn get(
+        &self,
+        graph: &crate::graph::Graph,
+        id: usize,
+    ) -> (Option<std::rc::Rc<str>>, RoleSource) {
         match self.by_node.get(id) {
             Some(Some(r)) => r.clone(),
             _ => legacy_role(graph, id),

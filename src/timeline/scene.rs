@@ -330,7 +330,11 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
     let dense = shown.len() > MAX_BARS;
 
     // Row packing per lane (first fit in graph positions, at most MAX_ROWS rows).
-    let mut order: Vec<usize> = if dense { Vec::new() } else { shown.iter().map(|x| x.0).collect() };
+    let mut order: Vec<usize> = if dense {
+        Vec::new()
+    } else {
+        shown.iter().map(|x| x.0).collect()
+    };
     order.sort_by_key(|&i| {
         (
             input.buckets[i].latest_input,
@@ -397,7 +401,8 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
                 }
             };
             let first = (((clip(*a) - plot_x0) / BIN).floor().max(0.0) as usize).min(nbins - 1);
-            let last = (((clip(*z) - plot_x0) / BIN).floor().max(0.0) as usize).clamp(first, nbins - 1);
+            let last =
+                (((clip(*z) - plot_x0) / BIN).floor().max(0.0) as usize).clamp(first, nbins - 1);
             let d = diff.entry((*lane, r)).or_insert_with(|| vec![0; nbins + 1]);
             d[first] += 1;
             d[last + 1] -= 1;
@@ -412,7 +417,9 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             for (bin, delta) in d.iter().take(nbins).enumerate() {
                 run += delta;
                 if run > 0 {
-                    let entry = bins.entry((lane, bin)).or_insert((0, Some(role_ids[r].clone())));
+                    let entry = bins
+                        .entry((lane, bin))
+                        .or_insert((0, Some(role_ids[r].clone())));
                     if entry.0 > 0 && entry.1.as_ref() != Some(&role_ids[r]) {
                         entry.1 = None;
                     }
@@ -469,7 +476,9 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         for m in &b.members {
             let x = px(m.node as f64 + 0.5);
             if x >= plot_x0 && x <= plot_x1 {
-                *tick_cols.entry((lane, row_of[i], x.round() as i64)).or_insert(0) += 1;
+                *tick_cols
+                    .entry((lane, row_of[i], x.round() as i64))
+                    .or_insert(0) += 1;
             }
         }
         bars.push(BarMark {
@@ -567,7 +576,10 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
         });
     }
     for (_, mut m) in split_bins {
-        m.title = format!("{} splits here ({}); zoom in to see each", m.count, m.reason);
+        m.title = format!(
+            "{} splits here ({}); zoom in to see each",
+            m.count, m.reason
+        );
         splits.push(m);
     }
 
@@ -627,7 +639,10 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             });
         }
         for (_, mut m) in cols {
-            m.title = format!("{} skipped collectives here ({}); zoom in to see each", m.count, m.reason);
+            m.title = format!(
+                "{} skipped collectives here ({}); zoom in to see each",
+                m.count, m.reason
+            );
             skips.push(m);
         }
     }

@@ -126,7 +126,10 @@ pub fn render_svg(scene: &TimelineScene) -> String {
     for d in &scene.density {
         let body = fragment(size, |area| {
             e(area.draw(&Rectangle::new(
-                [(d.x0.round() as i32, d.y as i32), (d.x1.round() as i32, (d.y + d.h) as i32)],
+                [
+                    (d.x0.round() as i32, d.y as i32),
+                    (d.x1.round() as i32, (d.y + d.h) as i32),
+                ],
                 colour(d.colour).mix(d.opacity).filled(),
             )))
         });
@@ -160,7 +163,10 @@ pub fn render_svg(scene: &TimelineScene) -> String {
             )))?;
             let mut y = y0;
             if s.grouped {
-                e(area.draw(&PathElement::new(vec![(x, y0), (x, y1)], colour(SPLIT).mix(0.6).stroke_width(1))))?;
+                e(area.draw(&PathElement::new(
+                    vec![(x, y0), (x, y1)],
+                    colour(SPLIT).mix(0.6).stroke_width(1),
+                )))?;
                 y = y1;
             }
             while y < y1 {

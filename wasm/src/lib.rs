@@ -18,7 +18,9 @@ extern "C" {
 #[cfg(target_arch = "wasm32")]
 #[wasm_bindgen(start)]
 fn start() {
-    std::panic::set_hook(Box::new(|info| console_error(&format!("commlens-wasm panicked: {info}"))));
+    std::panic::set_hook(Box::new(|info| {
+        console_error(&format!("commlens-wasm panicked: {info}"))
+    }));
 }
 
 /// Plans `dump` (graph dump v1 JSON, optionally gzip-compressed) with the planner arguments

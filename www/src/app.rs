@@ -3,7 +3,9 @@
 use crate::browser;
 use crate::model::{self, Loaded, Planned, PlansMode, Row, Settings};
 use commlens::graph::Graph;
-use commlens::timeline::{self, build_scene, render_svg, Action, RoleSource, TimelineScene, Viewport};
+use commlens::timeline::{
+    self, build_scene, render_svg, Action, RoleSource, TimelineScene, Viewport,
+};
 use std::rc::Rc;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
@@ -49,9 +51,11 @@ impl Filter {
             Filter::Role(role) => r.role.as_deref().unwrap_or("unclassified") == role,
             Filter::Source(s) => r.source.as_str() == s,
             Filter::Group(g) => &*r.group == g.as_str(),
-            Filter::Reason(a, reason) => {
-                r.decision.as_ref().map(|(x, y)| x.as_str() == a && &**y == reason.as_str()).unwrap_or(false)
-            }
+            Filter::Reason(a, reason) => r
+                .decision
+                .as_ref()
+                .map(|(x, y)| x.as_str() == a && &**y == reason.as_str())
+                .unwrap_or(false),
             Filter::Diagnostic(c) => r.diagnostics.contains(c),
         }
     }
@@ -91,9 +95,18 @@ pub enum Col {
 }
 
 pub enum Msg {
-    Fetch { url: String, label: String, linkable: Option<String> },
+    Fetch {
+        url: String,
+        label: String,
+        linkable: Option<String>,
+    },
     Progress(String),
-    Bytes { label: String, linkable: Option<String>, bytes: Vec<u8>, started: f64 },
+    Bytes {
+        label: String,
+        linkable: Option<String>,
+        bytes: Vec<u8>,
+        started: f64,
+    },
     Parse,
     LoadError(String),
     Files(Vec<web_sys::File>, f64),
@@ -170,7 +183,10 @@ impl Component for App {
             cap_bytes: q.get("cap").as_deref().and_then(num),
             max_input_distance: q.get("mid").as_deref().and_then(num),
             max_consumer_distance: q.get("mcd").as_deref().and_then(num),
-            plans: PlansMode::from_key(&q.get("plans").unwrap_or_default(), q.get("ptext").unwrap_or_default()),
+            plans: PlansMode::from_key(
+                &q.get("plans").unwrap_or_default(),
+                q.get("ptext").unwrap_or_default(),
+            ),
         };
         let selection = match q.get("sel") {
             Some(s) if s.starts_with("n:") => Selection::Node(s[2..].parse().unwrap_or(0)),
@@ -182,7 +198,13 @@ impl Component for App {
             _ => None,
         };
         let chart_w = if embed {
-            browser::window().inner_width().ok().and_then(|w| w.as_f64()).unwrap_or(1000.0).max(480.0) as u32 - 4
+            browser::window()
+                .inner_width()
+                .ok()
+                .and_then(|w| w.as_f64())
+                .unwrap_or(1000.0)
+                .max(480.0) as u32
+                - 4
         } else {
             browser::window()
                 .inner_width()
@@ -237,7 +259,11 @@ impl Component for App {
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
         match msg {
-            Msg::Fetch { url, label, linkable } => {
+            Msg::Fetch {
+                url,
+                label,
+                linkable,
+            } => {
                 let started = browser::now_ms();
                 self.busy = Some(format!("fetching {url}…"));
                 self.error = None;
@@ -257,7 +283,12 @@ impl Component for App {
                         progress_link.send_message(Msg::Progress(text));
                     };
                     match browser::fetch_bytes(&url, progress).await {
-                        Ok(bytes) => Msg::Bytes { label, linkable, bytes, started },
+                        Ok(bytes) => Msg::Bytes {
+                            label,
+                            linkable,
+                            bytes,
+                            started,
+                        },
                         Err(e) => Msg::LoadError(e),
                     }
                 });
@@ -269,22 +300,42 @@ impl Component for App {
             }
             Msg::Files(files, started) => {
                 self.drag_over = false;
-                let Some(file) = files.into_iter().next() else { return true };
-                self.busy = Some(format!("reading {} ({:.1} MB)…", file.name(), file.size() / 1e6));
+                let Some(file) = files.into_iter().next() else {
+                    return true;
+                };
+                self.busy = Some(format!(
+                    "reading {} ({:.1} MB)…",
+                    file.name(),
+                    file.size() / 1e6
+                ));
                 self.error = None;
                 ctx.link().send_future(async move {
                     match browser::read_file(&file).await {
-                        Ok(bytes) => Msg::Bytes { label: file.name(), linkable: None, bytes, started },
+                        Ok(bytes) => Msg::Bytes {
+                            label: file.name(),
+                            linkable: None,
+                            bytes,
+                            started,
+                        },
                         Err(e) => Msg::LoadError(e),
                     }
                 });
                 true
             }
-            Msg::Bytes { label, linkable, bytes, started } => {
+            Msg::Bytes {
+                label,
+                linkable,
+                bytes,
+                started,
+            } => {
                 self.busy = Some(format!(
                     "reading the graph ({:.1} MB{})…",
                     bytes.len() as f64 / 1e6,
-                    if bytes.starts_with(&[0x1f, 0x8b]) { ", gzip" } else { "" }
+                    if bytes.starts_with(&[0x1f, 0x8b]) {
+                        ", gzip"
+                    } else {
+                        ""
+                    }
                 ));
                 self.pending = Some((label, linkable, bytes, started));
                 ctx.link().send_future(async {
@@ -294,7 +345,9 @@ impl Component for App {
                 true
             }
             Msg::Parse => {
-                let Some((label, linkable, bytes, started)) = self.pending.take() else { return false };
+                let Some((label, linkable, bytes, started)) = self.pending.take() else {
+                    return false;
+                };
                 let t0 = browser::now_ms();
                 let dump = commlens::read_dump(&bytes);
                 let t1 = browser::now_ms();
@@ -305,7 +358,8 @@ impl Component for App {
                         self.initial = None;
                     }
                     Ok(dump) => {
-                        let graph = Graph::new(dump);
+                        let graph = Rc::new(Graph::new(dump));
+                        let planner = Rc::new(commlens::planner::Planner::new(graph.clone()));
                         let roles = timeline::Roles::classify(&graph);
                         let rows = model::base_rows(&graph, &roles);
                         let overview = model::base_overview(&rows, &roles);
@@ -316,7 +370,8 @@ impl Component for App {
                             roles: Rc::new(roles),
                             rows: Rc::new(rows),
                             overview,
-                            graph: Rc::new(graph),
+                            graph,
+                            planner,
                             bytes: bytes.len(),
                         }));
                         self.error = None;
@@ -331,8 +386,16 @@ impl Component for App {
                         self.replan();
                         let t4 = browser::now_ms();
                         self.timing = Some(("load", started));
-                        let (plan_ms, prep_ms) = self.planned.as_ref().map(|p| (p.plan_ms, p.prepare_ms)).unwrap_or_default();
-                        let detail = self.planned.as_ref().map(|p| p.detail.clone()).unwrap_or_default();
+                        let (plan_ms, prep_ms) = self
+                            .planned
+                            .as_ref()
+                            .map(|p| (p.plan_ms, p.prepare_ms))
+                            .unwrap_or_default();
+                        let detail = self
+                            .planned
+                            .as_ref()
+                            .map(|p| p.detail.clone())
+                            .unwrap_or_default();
                         self.stages = format!(
                             "file {:.0} ms · read_dump {:.0} ms · graph+roles {:.0} ms · plan {:.0} ms · views {:.0} ms ({detail}) · draw {:.0} ms",
                             t0 - started,
@@ -386,7 +449,9 @@ impl Component for App {
                 false
             }
             Msg::ChartMove(e) => {
-                let Some((x0, vp, moved)) = self.drag else { return false };
+                let Some((x0, vp, moved)) = self.drag else {
+                    return false;
+                };
                 if e.buttons() & 1 == 0 {
                     self.drag = None;
                     return false;
@@ -410,7 +475,9 @@ impl Component for App {
                 self.chart_click(e)
             }
             Msg::Wheel(client_x, dy) => {
-                let Some(scene) = self.scene.clone() else { return false };
+                let Some(scene) = self.scene.clone() else {
+                    return false;
+                };
                 let at = self.client_to_pos(client_x, &scene);
                 let factor = if dy > 0.0 { 1.25 } else { 0.8 };
                 self.set_viewport(scene.viewport.zoom(factor, at, self.node_count()));
@@ -418,14 +485,18 @@ impl Component for App {
                 true
             }
             Msg::Zoom(f) => {
-                let Some(scene) = self.scene.clone() else { return false };
+                let Some(scene) = self.scene.clone() else {
+                    return false;
+                };
                 let at = (scene.viewport.x0 + scene.viewport.x1) / 2.0;
                 self.set_viewport(scene.viewport.zoom(f, at, self.node_count()));
                 self.sync_url();
                 true
             }
             Msg::Pan(frac) => {
-                let Some(scene) = self.scene.clone() else { return false };
+                let Some(scene) = self.scene.clone() else {
+                    return false;
+                };
                 let w = scene.viewport.x1 - scene.viewport.x0;
                 self.set_viewport(scene.viewport.pan(w * frac, self.node_count()));
                 self.sync_url();
@@ -450,7 +521,11 @@ impl Component for App {
                 true
             }
             Msg::Sort(c) => {
-                self.sort = if self.sort.0 == c { (c, !self.sort.1) } else { (c, false) };
+                self.sort = if self.sort.0 == c {
+                    (c, !self.sort.1)
+                } else {
+                    (c, false)
+                };
                 true
             }
             Msg::Page(p) => {
@@ -479,12 +554,17 @@ impl Component for App {
 
     fn rendered(&mut self, ctx: &Context<Self>, _first: bool) {
         if self.wheel.is_none() {
-            if let Some(el) = browser::window().document().and_then(|d| d.get_element_by_id("chart")) {
+            if let Some(el) = browser::window()
+                .document()
+                .and_then(|d| d.get_element_by_id("chart"))
+            {
                 let link = ctx.link().clone();
-                let cb = Closure::<dyn FnMut(web_sys::WheelEvent)>::new(move |e: web_sys::WheelEvent| {
-                    e.prevent_default();
-                    link.send_message(Msg::Wheel(e.client_x() as f64, e.delta_y()));
-                });
+                let cb = Closure::<dyn FnMut(web_sys::WheelEvent)>::new(
+                    move |e: web_sys::WheelEvent| {
+                        e.prevent_default();
+                        link.send_message(Msg::Wheel(e.client_x() as f64, e.delta_y()));
+                    },
+                );
                 let opts = web_sys::AddEventListenerOptions::new();
                 opts.set_passive(false);
                 let _ = el.add_event_listener_with_callback_and_add_event_listener_options(
@@ -501,12 +581,19 @@ impl Component for App {
             let stages = self.stages.clone();
             browser::next_frame(move || {
                 let ms = browser::now_ms() - started;
-                if let Some(el) = browser::window().document().and_then(|d| d.get_element_by_id("perf")) {
+                if let Some(el) = browser::window()
+                    .document()
+                    .and_then(|d| d.get_element_by_id("perf"))
+                {
                     let _ = el.set_attribute(&format!("data-{what}-ms"), &format!("{ms:.1}"));
                     let _ = el.set_attribute("data-seq", &seq.to_string());
-                    el.set_text_content(Some(&format!("{what} → painted in {ms:.0} ms · {stages}")));
+                    el.set_text_content(Some(&format!(
+                        "{what} → painted in {ms:.0} ms · {stages}"
+                    )));
                 }
-                web_sys::console::log_1(&format!("commlens: {what} → painted in {ms:.1} ms ({stages})").into());
+                web_sys::console::log_1(
+                    &format!("commlens: {what} → painted in {ms:.1} ms ({stages})").into(),
+                );
             });
         }
     }
@@ -571,7 +658,10 @@ impl Component for App {
 
 impl App {
     fn node_count(&self) -> u32 {
-        self.loaded.as_ref().map(|l| l.graph.len() as u32).unwrap_or(1)
+        self.loaded
+            .as_ref()
+            .map(|l| l.graph.len() as u32)
+            .unwrap_or(1)
     }
 
     fn default_block_types(&self) -> String {
@@ -583,7 +673,13 @@ impl App {
                     .modules
                     .iter()
                     .find(|m| m.type_name.ends_with("Block") || m.type_name.ends_with("Layer"))
-                    .map(|m| m.type_name.rsplit('.').next().unwrap_or(&m.type_name).to_string())
+                    .map(|m| {
+                        m.type_name
+                            .rsplit('.')
+                            .next()
+                            .unwrap_or(&m.type_name)
+                            .to_string()
+                    })
             })
             .unwrap_or_default()
     }
@@ -599,8 +695,16 @@ impl App {
         self.replan();
         let t1 = browser::now_ms();
         self.timing = Some(("replan", started));
-        let (plan_ms, prep_ms) = self.planned.as_ref().map(|p| (p.plan_ms, p.prepare_ms)).unwrap_or_default();
-        let detail = self.planned.as_ref().map(|p| p.detail.clone()).unwrap_or_default();
+        let (plan_ms, prep_ms) = self
+            .planned
+            .as_ref()
+            .map(|p| (p.plan_ms, p.prepare_ms))
+            .unwrap_or_default();
+        let detail = self
+            .planned
+            .as_ref()
+            .map(|p| p.detail.clone())
+            .unwrap_or_default();
         self.stages = format!(
             "plan {plan_ms:.1} ms · views {prep_ms:.1} ms ({detail}) · draw {:.1} ms",
             t1 - started - plan_ms - prep_ms
@@ -611,7 +715,11 @@ impl App {
 
     fn replan(&mut self) {
         let Some(loaded) = &self.loaded else { return };
-        self.planned = Some(Rc::new(model::plan(loaded, &self.settings, browser::now_ms)));
+        self.planned = Some(Rc::new(model::plan(
+            loaded,
+            &self.settings,
+            browser::now_ms,
+        )));
         self.refresh_svg();
     }
 
@@ -631,34 +739,52 @@ impl App {
 
     fn svg_rect(&self) -> Option<web_sys::DomRect> {
         let doc = browser::window().document()?;
-        Some(doc.query_selector("#chart svg").ok()??.get_bounding_client_rect())
+        Some(
+            doc.query_selector("#chart svg")
+                .ok()??
+                .get_bounding_client_rect(),
+        )
     }
 
     fn positions_per_client_px(&self, vp: Viewport) -> f64 {
         let Some(scene) = &self.scene else { return 0.0 };
         let f = scene.frame;
-        let scale = self.svg_rect().map(|r| f.width as f64 / r.width().max(1.0)).unwrap_or(1.0);
+        let scale = self
+            .svg_rect()
+            .map(|r| f.width as f64 / r.width().max(1.0))
+            .unwrap_or(1.0);
         scale * (vp.x1 - vp.x0) / (f.plot_x1 - f.plot_x0)
     }
 
     fn client_to_pos(&self, client_x: f64, scene: &TimelineScene) -> f64 {
         let f = scene.frame;
-        let Some(r) = self.svg_rect() else { return (scene.viewport.x0 + scene.viewport.x1) / 2.0 };
+        let Some(r) = self.svg_rect() else {
+            return (scene.viewport.x0 + scene.viewport.x1) / 2.0;
+        };
         let px = (client_x - r.left()) * f.width as f64 / r.width().max(1.0);
         let vp = scene.viewport;
         vp.x0 + (px - f.plot_x0) / (f.plot_x1 - f.plot_x0) * (vp.x1 - vp.x0)
     }
 
     fn chart_click(&mut self, e: MouseEvent) -> bool {
-        let Some(target) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return false };
-        let Some(loaded) = self.loaded.clone() else { return false };
+        let Some(target) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else {
+            return false;
+        };
+        let Some(loaded) = self.loaded.clone() else {
+            return false;
+        };
         let hit = target
             .closest("[data-bucket],[data-split],[data-skip],[data-skip-group],[data-split-group],[data-bucket-group]")
             .ok()
             .flatten();
         let Some(hit) = hit else { return false };
-        if hit.has_attribute("data-bucket-group") || hit.has_attribute("data-split-group") || hit.has_attribute("data-skip-group") {
-            let Some(scene) = self.scene.clone() else { return false };
+        if hit.has_attribute("data-bucket-group")
+            || hit.has_attribute("data-split-group")
+            || hit.has_attribute("data-skip-group")
+        {
+            let Some(scene) = self.scene.clone() else {
+                return false;
+            };
             let at = self.client_to_pos(e.client_x() as f64, &scene);
             self.set_viewport(scene.viewport.zoom(0.125, at, self.node_count()));
             self.sync_url();
@@ -689,7 +815,11 @@ impl App {
             }
         }
         let s = &self.settings;
-        for (k, v) in [("cap", s.cap_bytes), ("mid", s.max_input_distance), ("mcd", s.max_consumer_distance)] {
+        for (k, v) in [
+            ("cap", s.cap_bytes),
+            ("mid", s.max_input_distance),
+            ("mcd", s.max_consumer_distance),
+        ] {
             if let Some(v) = v {
                 p.append(k, &v.to_string());
             }
@@ -729,11 +859,21 @@ impl App {
     }
 
     fn export(&self, kind: &str) {
-        let (Some(loaded), Some(p)) = (&self.loaded, &self.planned) else { return };
-        let stem = loaded.label.trim_end_matches(".gz").trim_end_matches(".json").to_string();
+        let (Some(loaded), Some(p)) = (&self.loaded, &self.planned) else {
+            return;
+        };
+        let stem = loaded
+            .label
+            .trim_end_matches(".gz")
+            .trim_end_matches(".json")
+            .to_string();
         let r = match kind {
             "svg" => browser::download(&format!("{stem}.timeline.svg"), "image/svg+xml", &self.svg),
-            "report" => browser::download(&format!("{stem}.plan.json"), "application/json", &p.report_json(&loaded.graph)),
+            "report" => browser::download(
+                &format!("{stem}.plan.json"),
+                "application/json",
+                &p.report_json(&loaded.graph),
+            ),
             _ => browser::download(
                 &format!("{stem}.trace.json"),
                 "application/json",
@@ -766,7 +906,11 @@ impl App {
                 .and_then(|i| i.dyn_into::<HtmlInputElement>().ok())
                 .map(|i| i.value())
                 .unwrap_or_else(|| url_input.clone());
-            Msg::Fetch { label: url.rsplit('/').next().unwrap_or(&url).to_string(), linkable: Some(url.clone()), url }
+            Msg::Fetch {
+                label: url.rsplit('/').next().unwrap_or(&url).to_string(),
+                linkable: Some(url.clone()),
+                url,
+            }
         });
         html! {
             <div class="loader">
@@ -880,12 +1024,15 @@ impl App {
     }
 
     fn view_overview(&self, ctx: &Context<Self>) -> Html {
-        let Some(p) = &self.planned else { return html! {} };
+        let Some(p) = &self.planned else {
+            return html! {};
+        };
         let link = ctx.link();
         let o = &p.overview;
         let item = |label: String, count: usize, f: Filter, swatch: Option<String>| {
             let active = self.filter.as_ref() == Some(&f);
-            let cb = link.callback(move |_| Msg::Filter(if active { None } else { Some(f.clone()) }));
+            let cb =
+                link.callback(move |_| Msg::Filter(if active { None } else { Some(f.clone()) }));
             html! {
                 <li class={classes!(active.then_some("active"))}>
                     <button class="facet" onclick={cb}>
@@ -968,7 +1115,9 @@ impl App {
     }
 
     fn view_detail(&self, ctx: &Context<Self>) -> Html {
-        let (Some(loaded), Some(p)) = (&self.loaded, &self.planned) else { return html! {} };
+        let (Some(loaded), Some(p)) = (&self.loaded, &self.planned) else {
+            return html! {};
+        };
         let link = ctx.link();
         let node_button = |id: usize| {
             let name = loaded.graph.node(id).name.clone();
@@ -983,7 +1132,11 @@ impl App {
                 let singleton = p.timeline.decisions.iter().find(|d| {
                     d.action == Action::Singleton && b.members.iter().any(|m| m.node == d.node)
                 });
-                let title = timeline::scene::bucket_title(b, singleton.map(|d| d.reason.as_str()), timeline::scene::bucket_role(b).as_deref());
+                let title = timeline::scene::bucket_title(
+                    b,
+                    singleton.map(|d| d.reason.as_str()),
+                    timeline::scene::bucket_role(b).as_deref(),
+                );
                 html! {
                     <section class="detail" id="detail">
                         <h2>{ format!("Bucket {}", b.id) }</h2>
@@ -1005,8 +1158,17 @@ impl App {
                     return html! {};
                 }
                 let node = loaded.graph.node(id);
-                let decisions: Vec<_> = p.timeline.decisions.iter().filter(|d| d.node as usize == id).collect();
-                let bucket = p.timeline.buckets.iter().find(|b| b.members.iter().any(|m| m.node as usize == id));
+                let decisions: Vec<_> = p
+                    .timeline
+                    .decisions
+                    .iter()
+                    .filter(|d| d.node as usize == id)
+                    .collect();
+                let bucket = p
+                    .timeline
+                    .buckets
+                    .iter()
+                    .find(|b| b.members.iter().any(|m| m.node as usize == id));
                 let row = p.rows.iter().find(|r| r.node as usize == id);
                 html! {
                     <section class="detail" id="detail">
@@ -1055,12 +1217,20 @@ impl App {
 
     /// CSS that marks the selection in the chart and dims what the overview filter excludes.
     fn highlight_css(&self) -> String {
-        let q = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"").replace('<', "\\3c ");
+        let q = |s: &str| {
+            s.replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('<', "\\3c ")
+        };
         let mut css = String::new();
         let bucket = match &self.selection {
             Selection::Bucket(b) => Some(b.clone()),
             Selection::Node(n) => self.planned.as_ref().and_then(|p| {
-                p.timeline.buckets.iter().find(|b| b.members.iter().any(|m| m.node == *n)).map(|b| b.id.clone())
+                p.timeline
+                    .buckets
+                    .iter()
+                    .find(|b| b.members.iter().any(|m| m.node == *n))
+                    .map(|b| b.id.clone())
             }),
             Selection::None => None,
         };
@@ -1092,7 +1262,9 @@ impl App {
     }
 
     fn view_table(&self, ctx: &Context<Self>) -> Html {
-        let Some(p) = &self.planned else { return html! {} };
+        let Some(p) = &self.planned else {
+            return html! {};
+        };
         let link = ctx.link();
         let q = self.search.to_lowercase();
         let mut rows: Vec<&Row> = p
@@ -1105,7 +1277,10 @@ impl App {
                     || r.param.to_lowercase().contains(&q)
                     || r.kind.contains(&q)
                     || r.bucket.as_deref().unwrap_or("").contains(&q)
-                    || r.decision.as_ref().map(|d| d.1.contains(&q)).unwrap_or(false)
+                    || r.decision
+                        .as_ref()
+                        .map(|d| d.1.contains(&q))
+                        .unwrap_or(false)
             })
             .collect();
         let (col, desc) = self.sort;
@@ -1119,16 +1294,32 @@ impl App {
                 Col::Param => a.param.cmp(&b.param),
                 Col::Bytes => a.bytes.cmp(&b.bytes),
                 Col::Bucket => a.bucket.cmp(&b.bucket),
-                Col::Decision => a.decision.as_ref().map(|d| (d.0.as_str(), &*d.1)).cmp(&b.decision.as_ref().map(|d| (d.0.as_str(), &*d.1))),
+                Col::Decision => a
+                    .decision
+                    .as_ref()
+                    .map(|d| (d.0.as_str(), &*d.1))
+                    .cmp(&b.decision.as_ref().map(|d| (d.0.as_str(), &*d.1))),
             }
             .then(a.node.cmp(&b.node));
-            if desc { o.reverse() } else { o }
+            if desc {
+                o.reverse()
+            } else {
+                o
+            }
         });
         let total = rows.len();
         let pages = total.div_ceil(PAGE).max(1);
         let page = self.page.min(pages - 1);
         let th = |c: Col, label: &str| {
-            let mark = if col == c { if desc { " ▼" } else { " ▲" } } else { "" };
+            let mark = if col == c {
+                if desc {
+                    " ▼"
+                } else {
+                    " ▲"
+                }
+            } else {
+                ""
+            };
             html! { <th><button class="sort" onclick={link.callback(move |_| Msg::Sort(c))}>{ format!("{label}{mark}") }</button></th> }
         };
         html! {
@@ -1185,7 +1376,9 @@ fn role_badge(r: &Row) -> Html {
 }
 
 fn explain(action: Action, reason: &str) -> String {
-    let words = commlens::planner::Reason::parse(reason).map(|r| r.explain()).unwrap_or("");
+    let words = commlens::planner::Reason::parse(reason)
+        .map(|r| r.explain())
+        .unwrap_or("");
     let head = match action {
         Action::Skip => "Skipped",
         Action::Split => "Started a new bucket",

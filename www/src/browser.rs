@@ -17,7 +17,10 @@ pub fn now_ms() -> f64 {
 
 fn js_err(e: JsValue) -> String {
     e.as_string()
-        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
+        .or_else(|| {
+            e.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
@@ -31,15 +34,20 @@ pub async fn yield_now() {
 
 /// Fetches `url`, calling `progress(received, total)` as the body streams in. A network or
 /// CORS failure and an HTTP error status are explained in plain words.
-pub async fn fetch_bytes(url: &str, progress: impl Fn(usize, Option<usize>)) -> Result<Vec<u8>, String> {
-    let resp = JsFuture::from(window().fetch_with_str(url)).await.map_err(|e| {
-        format!(
+pub async fn fetch_bytes(
+    url: &str,
+    progress: impl Fn(usize, Option<usize>),
+) -> Result<Vec<u8>, String> {
+    let resp = JsFuture::from(window().fetch_with_str(url))
+        .await
+        .map_err(|e| {
+            format!(
             "could not fetch {url}: {} — the server is unreachable, or it does not allow this page \
              to read it (CORS: the host must send Access-Control-Allow-Origin). Download the file \
              and drop it here instead.",
             js_err(e)
         )
-    })?;
+        })?;
     let resp: web_sys::Response = resp.dyn_into().map_err(js_err)?;
     if !resp.ok() {
         return Err(format!(
@@ -58,14 +66,20 @@ pub async fn fetch_bytes(url: &str, progress: impl Fn(usize, Option<usize>)) -> 
     let small = total.map(|t| t < (4 << 20)).unwrap_or(false);
     let body = if small { None } else { resp.body() };
     let Some(body) = body else {
-        let buf = JsFuture::from(resp.array_buffer().map_err(js_err)?).await.map_err(js_err)?;
+        let buf = JsFuture::from(resp.array_buffer().map_err(js_err)?)
+            .await
+            .map_err(js_err)?;
         return Ok(Uint8Array::new(&buf).to_vec());
     };
-    let reader: web_sys::ReadableStreamDefaultReader =
-        body.get_reader().dyn_into().map_err(|_| "not a stream reader".to_string())?;
+    let reader: web_sys::ReadableStreamDefaultReader = body
+        .get_reader()
+        .dyn_into()
+        .map_err(|_| "not a stream reader".to_string())?;
     let mut out = Vec::with_capacity(total.unwrap_or(0));
     loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(|e| format!("reading {url}: {}", js_err(e)))?;
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("reading {url}: {}", js_err(e)))?;
         let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(js_err)?;
         if done.as_bool().unwrap_or(false) {
             break;
@@ -97,8 +111,11 @@ pub fn download(name: &str, mime: &str, text: &str) -> Result<(), String> {
     let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts).map_err(js_err)?;
     let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(js_err)?;
     let doc = window().document().ok_or("no document")?;
-    let a: web_sys::HtmlAnchorElement =
-        doc.create_element("a").map_err(js_err)?.dyn_into().map_err(|_| "not an anchor")?;
+    let a: web_sys::HtmlAnchorElement = doc
+        .create_element("a")
+        .map_err(js_err)?
+        .dyn_into()
+        .map_err(|_| "not an anchor")?;
     a.set_href(&url);
     a.set_download(name);
     a.click();
@@ -131,7 +148,11 @@ pub fn base_url() -> String {
 /// Replaces the address bar's query (no navigation).
 pub fn replace_query(query: &str) {
     if let Ok(history) = window().history() {
-        let url = if query.is_empty() { base_url() } else { format!("{}?{query}", base_url()) };
+        let url = if query.is_empty() {
+            base_url()
+        } else {
+            format!("{}?{query}", base_url())
+        };
         let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
     }
 }

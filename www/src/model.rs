@@ -13,6 +13,9 @@ pub struct Loaded {
     /// The URL it came from, when it can be reproduced by a link.
     pub url: Option<String>,
     pub graph: Rc<Graph>,
+    /// The graph prepared for planning (signature, candidates' local checks), kept for
+    /// re-planning.
+    pub planner: Rc<commlens::planner::Planner<Rc<Graph>>>,
     pub roles: Rc<commlens::timeline::Roles>,
     /// Table rows and overview counts without the plan's columns.
     pub rows: Rc<Vec<Row>>,
@@ -117,15 +120,23 @@ impl Settings {
                 args.insert("block_module_types".into(), Value::Null);
             }
             PlansMode::Blocks(text) => {
-                let types: Vec<&str> =
-                    text.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+                let types: Vec<&str> = text
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 args.insert("block_module_types".into(), json!(types));
                 args.insert("module_bucket_plans".into(), json!([]));
             }
             PlansMode::Explicit(text) => {
                 let groups: Vec<Vec<&str>> = text
                     .lines()
-                    .map(|l| l.split(',').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>())
+                    .map(|l| {
+                        l.split(',')
+                            .map(str::trim)
+                            .filter(|s| !s.is_empty())
+                            .collect::<Vec<_>>()
+                    })
                     .filter(|g| !g.is_empty())
                     .collect();
                 args.insert("module_bucket_plans".into(), json!(groups));
@@ -197,11 +208,17 @@ impl Planned {
 
 fn spec_bytes(graph: &Graph, id: usize) -> u64 {
     let node = graph.node(id);
-    let Some(spec) = node.meta("fsdp_bucket_spec").and_then(|s| s.as_dict()) else { return 0 };
+    let Some(spec) = node.meta("fsdp_bucket_spec").and_then(|s| s.as_dict()) else {
+        return 0;
+    };
     let numel = |k: &str| -> u64 {
         spec.get(k)
             .and_then(|v| v.as_list())
-            .map(|l| l.iter().map(|d| d.static_int().unwrap_or(0).max(0) as u64).product())
+            .map(|l| {
+                l.iter()
+                    .map(|d| d.static_int().unwrap_or(0).max(0) as u64)
+                    .product()
+            })
             .unwrap_or(0)
     };
     let elem = match spec.get("dtype").and_then(|d| d.as_str()).unwrap_or("") {
@@ -280,7 +297,10 @@ pub fn rows(base: &[Row], timeline: &TimelineInput) -> Vec<Row> {
     let mut reasons: HashMap<&str, Rc<str>> = HashMap::new();
     let mut decision_of: HashMap<u32, (Action, Rc<str>)> = HashMap::new();
     for d in &timeline.decisions {
-        let r = reasons.entry(d.reason.as_str()).or_insert_with(|| Rc::from(d.reason.as_str())).clone();
+        let r = reasons
+            .entry(d.reason.as_str())
+            .or_insert_with(|| Rc::from(d.reason.as_str()))
+            .clone();
         decision_of.entry(d.node).or_insert((d.action, r));
     }
     base.iter()
@@ -298,7 +318,9 @@ pub fn base_overview(rows: &[Row], roles: &commlens::timeline::Roles) -> Overvie
     let mut o = Overview::default();
     for r in rows {
         let role = r.role.as_deref().unwrap_or("unclassified").to_string();
-        *o.roles.entry((role, r.source.as_str().to_string())).or_default() += 1;
+        *o.roles
+            .entry((role, r.source.as_str().to_string()))
+            .or_default() += 1;
         if !r.group.is_empty() {
             *o.groups.entry(r.group.to_string()).or_default() += 1;
         }
@@ -328,7 +350,9 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
     let graph = &loaded.graph;
     let args = settings.args_json(graph);
     let planner_args = commlens::resolve_args(graph, Some(&args));
-    let result = commlens::plan(graph, &planner_args);
+    // The graph was prepared for planning once, at load: a re-plan only redoes the
+    // argument-dependent work.
+    let result = loaded.planner.plan(&planner_args);
     let t1 = now();
     let (timeline, plan, unmatched, error) = match result {
         Ok(p) => {
@@ -349,7 +373,12 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
     let rows = rows(&loaded.rows, &timeline);
     let t3 = now();
     let overview = overview(&loaded.overview, &timeline, unmatched);
-    let detail = format!("timeline input {:.0} ms, rows {:.0} ms, counts {:.0} ms", t2 - t1, t3 - t2, now() - t3);
+    let detail = format!(
+        "timeline input {:.0} ms, rows {:.0} ms, counts {:.0} ms",
+        t2 - t1,
+        t3 - t2,
+        now() - t3
+    );
     Planned {
         timeline: Rc::new(timeline),
         plan,

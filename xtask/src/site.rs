@@ -16,14 +16,18 @@ pub const APP_JS: &str = "commlens_www.js";
 /// selection means one feature unification, so `xtask build` and each step of `xtask test`
 /// reuse the same artifacts instead of compiling the dependencies once per selection.
 pub fn cargo_build_wasm() -> Res<()> {
-    util::run(util::cargo().args(["build", "--release", "--target", WASM_TARGET]).args([
-        "-p",
-        "commlens",
-        "-p",
-        "commlens-wasm",
-        "-p",
-        "commlens-www",
-    ]))
+    util::run(
+        util::cargo()
+            .args(["build", "--release", "--target", WASM_TARGET])
+            .args([
+                "-p",
+                "commlens",
+                "-p",
+                "commlens-wasm",
+                "-p",
+                "commlens-www",
+            ]),
+    )
 }
 
 pub fn wasm_release_dir() -> PathBuf {
@@ -43,7 +47,10 @@ pub fn bindgen(wasm: &Path, out_dir: &Path, out_name: &str, target: BindTarget) 
     let mut b = Bindgen::new();
     // The library's defaults differ from the CLI's: keep the default module path, so the web
     // target's `init()` fetches `<name>_bg.wasm` relative to `import.meta.url` by itself.
-    b.input_path(wasm).out_name(out_name).typescript(false).omit_default_module_path(false);
+    b.input_path(wasm)
+        .out_name(out_name)
+        .typescript(false)
+        .omit_default_module_path(false);
     match target {
         BindTarget::Web => b.web(true),
         BindTarget::NodeJs => b.nodejs(true),
