@@ -277,15 +277,23 @@ fn member_bytes(m: &Value) -> u64 {
 }
 
 impl TimelineInput {
-    /// Builds the input from a graph and the planner's plan. `role` gives each collective
-    /// start's role and its source (see [`legacy_role`] when no classifier ran).
+    /// Builds the input from a graph and the planner's plan, each collective coloured by its
+    /// role in `roles` (the classifier's, or [`legacy_role`] for nodes it did not see).
     pub fn from_plan(
         graph: &crate::graph::Graph,
         plan: &crate::planner::BucketPlan,
-        role: &dyn Fn(usize) -> (Option<Rc<str>>, RoleSource),
+        roles: &super::Roles,
     ) -> TimelineInput {
-        use crate::planner::Action as A;
-        // Few distinct kinds, groups and parameters: share one string each.
+        use crate::planner::{Action as A, CollectiveKind as K};
+        // Re-planning rebuilds this at every control change: share every repeated string
+        // (kinds, groups, parameters; node names come shared from `roles`).
+        let kinds: [Rc<str>; 3] =
+            [K::AllGather, K::AllGatherBackward, K::ReduceScatter].map(|k| Rc::from(k.as_str()));
+        let kind_of = |k: K| match k {
+            K::AllGather => kinds[0].clone(),
+            K::AllGatherBackward => kinds[1].clone(),
+            K::ReduceScatter => kinds[2].clone(),
+        };
         let mut shared: HashMap<&str, Rc<str>> = HashMap::new();
         fn share<'p>(map: &mut HashMap<&'p str, Rc<str>>, s: &'p str) -> Rc<str> {
             map.entry(s).or_insert_with(|| Rc::from(s)).clone()
@@ -294,11 +302,11 @@ impl TimelineInput {
         for b in &plan.buckets {
             let mut members = Vec::with_capacity(b.members.len());
             for c in &b.members {
-                let (role, source) = role(c.launch);
+                let (role, source) = roles.get(graph, c.launch);
                 members.push(CollectiveIn {
                     node: c.launch as u32,
-                    name: Rc::from(graph.node(c.launch).name.as_str()),
-                    kind: share(&mut shared, c.kind.as_str()),
+                    name: roles.name(graph, c.launch),
+                    kind: kind_of(c.kind),
                     backward: c.backward,
                     role,
                     source,

@@ -36,6 +36,9 @@ pub use trace::chrome_trace;
 pub struct Roles {
     /// Indexed by graph position; `None` for nodes the classifier did not report.
     by_node: Vec<Option<(Option<std::rc::Rc<str>>, RoleSource)>>,
+    /// Names of the classified nodes, shared so that each re-plan's timeline input does not
+    /// copy them again.
+    names: Vec<Option<std::rc::Rc<str>>>,
     /// Diagnostics as (code, node names, message).
     pub diagnostics: Vec<(String, Vec<String>, String)>,
 }
@@ -45,6 +48,7 @@ impl Roles {
     pub fn classify(graph: &crate::graph::Graph) -> Roles {
         let c = crate::identity::classify(graph);
         let mut by_node = vec![None; graph.len()];
+        let mut names = vec![None; graph.len()];
         let mut shared: Vec<std::rc::Rc<str>> = Vec::new();
         for ci in &c.collectives {
             let source = match (ci.role.as_ref(), ci.source) {
@@ -64,6 +68,7 @@ impl Roles {
             });
             if let Some(slot) = by_node.get_mut(ci.node) {
                 *slot = Some((role, source));
+                names[ci.node] = Some(std::rc::Rc::from(graph.node(ci.node).name.as_str()));
             }
         }
         let diagnostics = c
@@ -79,7 +84,16 @@ impl Roles {
             .collect();
         Roles {
             by_node,
+            names,
             diagnostics,
+        }
+    }
+
+    /// A node's name, shared when the classifier saw the node.
+    pub fn name(&self, graph: &crate::graph::Graph, id: usize) -> std::rc::Rc<str> {
+        match self.names.get(id) {
+            Some(Some(name)) => name.clone(),
+            _ => std::rc::Rc::from(graph.node(id).name.as_str()),
         }
     }
 
@@ -103,8 +117,7 @@ pub fn plan_timeline(
     roles: &Roles,
     title: &str,
 ) -> TimelineInput {
-    let role = |id: usize| roles.get(graph, id);
-    let mut input = TimelineInput::from_plan(graph, plan, &role);
+    let mut input = TimelineInput::from_plan(graph, plan, roles);
     input.title = title.to_string();
     input
 }

@@ -18,7 +18,7 @@ cargo xtask: build, serve, package and test commlens
 usage: cargo xtask <command> [options]
 
 commands:
-  build    build the web app (wasm32, release) into target/site/
+  build    build the web app (wasm32, `wasm` profile: release, size-optimised) into target/site/
   serve    build, then serve target/site on http://127.0.0.1:PORT/
   dist     build, then copy the self-contained static site to a folder
   test     the full test suite (the README's test command; installs what it needs)
@@ -27,7 +27,7 @@ commands:
 const BUILD_HELP: &str = "\
 cargo xtask build [--no-opt]
 
-Builds the `commlens-www` app for wasm32-unknown-unknown in release (together with the core and
+Builds the `commlens-www` app for wasm32-unknown-unknown with the `wasm` profile (together with the core and
 commlens-wasm: the same cargo selection as `cargo xtask test`, so the two share artifacts), runs
 wasm-bindgen (target `web`) and writes target/site/:
   index.html           from the repo's index.html (must load ./commlens_www.js relatively)
@@ -61,7 +61,7 @@ already installed). Steps, each with a header and its duration; the run stops at
 failing step (unless --keep-going) and exits non-zero:
   1 toolchain   rustup target add wasm32-unknown-unknown
   2 native      cargo test --workspace
-  3 wasm-core   cargo build --release --target wasm32-unknown-unknown -p commlens
+  3 wasm-core   cargo build --profile wasm --target wasm32-unknown-unknown -p commlens
                 -p commlens-wasm -p commlens-www  (the core must build for wasm32; one
                 selection shared with steps 4 and 6 and `xtask build`, so it compiles once)
   4 wasm-conf   builds commlens-wasm for wasm32, binds it for Node into target/wasm-node/, runs

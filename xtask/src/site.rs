@@ -18,7 +18,7 @@ pub const APP_JS: &str = "commlens_www.js";
 pub fn cargo_build_wasm() -> Res<()> {
     util::run(
         util::cargo()
-            .args(["build", "--release", "--target", WASM_TARGET])
+            .args(["build", "--profile", "wasm", "--target", WASM_TARGET])
             .args([
                 "-p",
                 "commlens",
@@ -31,7 +31,7 @@ pub fn cargo_build_wasm() -> Res<()> {
 }
 
 pub fn wasm_release_dir() -> PathBuf {
-    util::target_dir().join(WASM_TARGET).join("release")
+    util::target_dir().join(WASM_TARGET).join("wasm")
 }
 
 /// How a wasm module is bound.

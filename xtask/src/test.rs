@@ -42,7 +42,7 @@ pub fn run(args: &[String]) -> Res<()> {
         ("native", "cargo test --workspace", skip_native, step_native),
         (
             "wasm-core",
-            "wasm32 release build of the core, commlens-wasm and the app",
+            "wasm32 build (wasm profile) of the core, commlens-wasm and the app",
             skip_wasm,
             step_wasm_core,
         ),
