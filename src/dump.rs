@@ -34,6 +34,9 @@ pub struct Dump {
     pub planner: Option<J>,
     /// Problems that do not stop reading (dangling references in metadata).
     pub warnings: Vec<String>,
+    /// The graph signature of `nodes` as read, hashed node by node while reading
+    /// (`crate::signature`); `None` for a dump assembled by hand.
+    pub signature: Option<String>,
 }
 
 /// One `model.named_modules()` entry.
@@ -346,8 +349,13 @@ fn read_top(
     let state_fqns = read_state_fqns(top.shift_remove("state_fqns"))?;
     let source = optional_object(&mut top, "source")?;
     let planner = optional_object(&mut top, "planner")?;
-    let (nodes, warnings) = match nodes {
-        NodesInput::Json(items) => read_nodes(items)?,
+    let (nodes, warnings, signature) = match nodes {
+        NodesInput::Json(items) => {
+            let (nodes, warnings) = read_nodes(items)?;
+            let mut hasher = crate::signature::SignatureHasher::default();
+            nodes.iter().for_each(|node| hasher.add(node));
+            (nodes, warnings, hasher.finish())
+        }
         NodesInput::Parsed(parsed) => parsed.finish()?,
         NodesInput::Wrong(_) => unreachable!("checked above"),
     };
@@ -359,6 +367,7 @@ fn read_top(
         source,
         planner,
         warnings,
+        signature: Some(signature),
     })
 }
 
@@ -1081,6 +1090,8 @@ struct ParsedNodes {
     error: Option<DumpError>,
     /// Nodes whose metadata holds node references, in graph order.
     with_meta_refs: Vec<usize>,
+    /// The graph signature, fed each node as it is read.
+    signature: crate::signature::SignatureHasher,
 }
 
 struct NodesWant;
@@ -1094,6 +1105,7 @@ impl<'de> Want<'de> for NodesWant {
             index: NameTable::with_capacity(0),
             error: None,
             with_meta_refs: Vec::new(),
+            signature: crate::signature::SignatureHasher::default(),
         };
         let scratch = DecodeScratch::default();
         let mut i = 0;
@@ -1113,6 +1125,9 @@ impl<'de> Want<'de> for NodesWant {
                         });
                     } else {
                         // No earlier node failed, so `i` is the node's position.
+                        // Hashed now, while the node is in cache (references in its
+                        // metadata print as names, resolved or not).
+                        parsed.signature.add(&node);
                         parsed.nodes.push(node);
                         parsed.index.insert(&parsed.nodes, i);
                         if meta_refs > 0 {
@@ -1133,7 +1148,7 @@ impl<'de> Want<'de> for NodesWant {
 }
 
 impl ParsedNodes {
-    fn finish(self) -> Result<(Vec<Node>, Vec<String>), DumpError> {
+    fn finish(self) -> Result<(Vec<Node>, Vec<String>, String), DumpError> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -1155,7 +1170,7 @@ impl ParsedNodes {
             }
             nodes[i].meta = meta;
         }
-        Ok((nodes, warnings))
+        Ok((nodes, warnings, self.signature.finish()))
     }
 }
 

@@ -612,6 +612,7 @@ mod tests {
             state_fqns: Vec::new(),
             source: None,
             planner: None,
+            signature: None,
             warnings: Vec::new(),
         };
         let graph = Graph::new(dump);

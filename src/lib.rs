@@ -9,6 +9,7 @@ pub mod graph;
 pub mod identity;
 pub mod planner;
 pub mod pyjson;
+pub mod signature;
 pub mod synth;
 pub mod timeline;
 pub mod value;

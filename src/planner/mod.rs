@@ -486,23 +486,34 @@ pub struct Planner<G: Borrow<Graph>> {
 
 impl<G: Borrow<Graph>> Planner<G> {
     pub fn new(graph: G) -> Planner<G> {
-        // One pass over the nodes: each is hashed into the signature, classified for the
-        // split scans, and (when tagged) checked as a candidate while it is in cache.
-        let mut signature = report::SignatureHasher::default();
+        // One pass over the nodes: each is classified for the split scans and (when tagged)
+        // checked as a candidate while it is in cache. The reader hashed the signature while
+        // reading; only a hand-assembled dump is hashed here.
         let view = graph.borrow();
+        let mut signature = view
+            .dump
+            .signature
+            .is_none()
+            .then(report::SignatureHasher::default);
         let mut barriers = buckets::BarrierBuilder::with_capacity(view.len());
         let mut preparer = candidates::Preparer::default();
         for (id, node) in view.nodes().iter().enumerate() {
-            signature.add(node);
+            if let Some(hasher) = signature.as_mut() {
+                hasher.add(node);
+            }
             barriers.visit(view, id, node);
             preparer.visit(view, id, node);
         }
+        let signature = match signature {
+            Some(hasher) => hasher.finish(),
+            None => view.dump.signature.clone().unwrap_or_default(),
+        };
         Planner {
             graph,
             barriers: barriers.finish(),
             tagged: preparer.tagged,
             param_names: preparer.names,
-            signature: signature.finish(),
+            signature,
         }
     }
 
