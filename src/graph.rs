@@ -78,6 +78,10 @@ pub struct NodeFacts {
     pub wait: bool,
     pub view: bool,
     pub barrier: bool,
+    /// `bool(node.meta.get("autograd_backward", False))`.
+    pub backward: bool,
+    /// `node.meta["comm_type"]` is a `str` (a tag of the FSDP pass).
+    pub comm_type: bool,
 }
 
 /// A graph dump with its derived structure.
@@ -438,8 +442,15 @@ pub fn collective_op(node: &Node) -> Option<&str> {
 }
 
 fn node_facts(node: &Node) -> NodeFacts {
+    // Metadata the planner and classifier ask of every node, read once here.
+    let backward = node.meta_flag("autograd_backward");
+    let comm_type = node.meta_str("comm_type").is_some();
     if node.op != Op::CallFunction {
-        return NodeFacts::default();
+        return NodeFacts {
+            backward,
+            comm_type,
+            ..NodeFacts::default()
+        };
     }
     // `collective_op`, `is_wait_target` and `target_is_op` on one split of the target.
     let split = split_op(&node.target);
@@ -465,6 +476,8 @@ fn node_facts(node: &Node) -> NodeFacts {
         wait: matches!(split, Some(("_c10d_functional", "wait_tensor", _))),
         view,
         barrier,
+        backward,
+        comm_type,
     }
 }
 
@@ -592,6 +605,8 @@ mod tests {
                         barrier: !collective
                             && !wait_any
                             && impure.unwrap_or_else(|| effectful_by_name(target)),
+                        backward: false,
+                        comm_type: false,
                     };
                     assert_eq!(node_facts(&n), expected, "{target} {alias:?} {impure:?}");
                 }

@@ -57,23 +57,25 @@ impl BarrierBuilder {
 
     /// Records node `id`; nodes must be visited in graph order.
     pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, node: &crate::dump::Node) {
-        let free = node
-            .meta_str("comm_type")
-            .is_some_and(|t| FREE_TAGS.contains(&t));
+        let facts = graph.facts(id);
+        let free = facts.comm_type
+            && node
+                .meta_str("comm_type")
+                .is_some_and(|t| FREE_TAGS.contains(&t));
         self.free_tagged.push(free);
         if free && is_free_tensor_storage(node) && node.kwargs.is_empty() && node.args.len() == 1 {
             if let Some(wait) = crate::dump::node_index(&node.args[0]) {
                 self.freed_wait.insert(id, wait);
             }
         }
-        self.effect.push(graph.is_barrier(id));
-        self.collective.push(graph.is_collective(id));
+        self.effect.push(facts.barrier);
+        self.collective.push(facts.collective);
         self.phase.push(
             (!matches!(node.op, Op::Placeholder | Op::GetAttr | Op::Output))
-                .then(|| node.meta_flag("autograd_backward")),
+                .then_some(facts.backward),
         );
         self.effect_or_collective
-            .push(free || graph.is_barrier(id) || graph.is_collective(id));
+            .push(free || facts.barrier || facts.collective);
     }
 
     pub(crate) fn finish(self) -> Barriers {

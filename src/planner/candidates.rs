@@ -82,6 +82,9 @@ pub(crate) struct Preparer {
 impl Preparer {
     /// Records node `id` when its `comm_type` is a planned kind.
     pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, node: &Node) {
+        if !graph.facts(id).comm_type {
+            return;
+        }
         let Some(kind) = node
             .meta_str("comm_type")
             .and_then(CollectiveKind::from_comm_type)
