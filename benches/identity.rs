@@ -10,30 +10,12 @@
 //! `COMMLENS_BENCH_CLASSIFY_ONLY=1` skips the parse and the table (for profiling).
 
 use commlens::identity::classify;
+mod support;
+
 use commlens::synth::{synthetic_dump, SynthSpec};
 use commlens::{read_dump, Graph};
-use std::time::{Duration, Instant};
-
-// The allocator the CLI ships with.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Best of `runs` timings of `f`.
-fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut best = Duration::MAX;
-    let mut last = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let value = f();
-        best = best.min(start.elapsed());
-        last = Some(value);
-    }
-    (best, last.expect("at least one run"))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+use std::time::Duration;
+use support::{best, ms};
 
 struct Row {
     variant: &'static str,

@@ -5,30 +5,12 @@
 //!
 //! `cargo bench --bench plan` (all sizes) or `cargo bench --bench plan -- 10000 100000`.
 
+mod support;
+
 use commlens::synth::{synthetic_dump, SynthSpec};
 use commlens::{plan, read_dump, resolve_args, Graph};
 use std::time::{Duration, Instant};
-
-// The allocator the CLI ships with; glibc malloc spends most of a large plan in bookkeeping.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Best of `runs` timings of `f`.
-fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut best = Duration::MAX;
-    let mut last = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let value = f();
-        best = best.min(start.elapsed());
-        last = Some(value);
-    }
-    (best, last.expect("at least one run"))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+use support::{best, ms};
 
 struct Row {
     nodes: usize,

@@ -7,29 +7,12 @@
 //! `COMMLENS_BENCH_RUNS=N` overrides the number of runs per measurement;
 //! `COMMLENS_BENCH_ONLY=serde|read|graph` runs only that step (for profiling).
 
+mod support;
+
 use commlens::synth::{synthetic_dump, SynthSpec};
 use commlens::{read_dump, Graph};
 use std::time::{Duration, Instant};
-
-// The allocator the CLI ships with.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Best of `runs` timings of `f`; each result is dropped outside the timed region.
-fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
-    let mut best = Duration::MAX;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let value = f();
-        best = best.min(start.elapsed());
-        drop(value);
-    }
-    best
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+use support::{best_time as best, ms};
 
 struct Row {
     nodes: usize,

@@ -316,20 +316,9 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
         let p = |k: usize| &params[layer * PARAMS.len() + k];
         let tag = format!("l{layer}");
         let fwd = tensor(&[8, hidden], false);
-        // Attention: norm, q/k/v projections, attention (impure on CPU), output projection.
-        let norm_w = gather(&mut w, &tag, 0, p(0), false);
-        let normed = format!("{tag}_rms");
-        w.call(
-            &normed,
-            "aten.mul.Tensor",
-            &[Arg::Node(hidden_state.clone()), Arg::Node(norm_w.clone())],
-            &fwd,
-            false,
-        );
-        release(&mut w, &tag, 0, &norm_w, &p(0).1, false);
-        let mut qkv = Vec::new();
-        for k in 1..4 {
-            let weight = gather(&mut w, &tag, k, p(k), false);
+        // A weight gathered, transposed, multiplied into `input`, then released.
+        let project = |w: &mut Writer, k: usize, input: &str| -> String {
+            let weight = gather(w, &tag, k, p(k), false);
             let t = format!("{tag}_t_{k}");
             w.call(
                 &t,
@@ -342,11 +331,31 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
             w.call(
                 &mm,
                 "aten.mm.default",
-                &[Arg::Node(normed.clone()), Arg::Node(t)],
+                &[Arg::Node(input.to_string()), Arg::Node(t)],
                 &fwd,
                 false,
             );
-            release(&mut w, &tag, k, &weight, &p(k).1, false);
+            release(w, &tag, k, &weight, &p(k).1, false);
+            mm
+        };
+        // A norm weight gathered, multiplied into `input` as `name`, then released.
+        let scale = |w: &mut Writer, k: usize, input: &str, name: &str| {
+            let weight = gather(w, &tag, k, p(k), false);
+            w.call(
+                name,
+                "aten.mul.Tensor",
+                &[Arg::Node(input.to_string()), Arg::Node(weight.clone())],
+                &fwd,
+                false,
+            );
+            release(w, &tag, k, &weight, &p(k).1, false);
+        };
+        // Attention: norm, q/k/v projections, attention (impure on CPU), output projection.
+        let normed = format!("{tag}_rms");
+        scale(&mut w, 0, &hidden_state, &normed);
+        let mut qkv = Vec::new();
+        for k in 1..4 {
+            let mm = project(&mut w, k, &normed);
             let view = format!("{tag}_view_{k}");
             w.call(&view, "aten.view.default", &[Arg::Node(mm)], &fwd, true);
             qkv.push(view);
@@ -374,24 +383,7 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
             &fwd,
             true,
         );
-        let wo = gather(&mut w, &tag, 4, p(4), false);
-        let wo_t = format!("{tag}_t_4");
-        w.call(
-            &wo_t,
-            "aten.t.default",
-            &[Arg::Node(wo.clone())],
-            &fwd,
-            true,
-        );
-        let proj = format!("{tag}_mm_4");
-        w.call(
-            &proj,
-            "aten.mm.default",
-            &[Arg::Node(out), Arg::Node(wo_t)],
-            &fwd,
-            false,
-        );
-        release(&mut w, &tag, 4, &wo, &p(4).1, false);
+        let proj = project(&mut w, 4, &out);
         let h = format!("{tag}_add_0");
         w.call(
             &h,
@@ -401,38 +393,12 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
             false,
         );
         // Feed-forward: norm, SwiGLU.
-        let ffn_w = gather(&mut w, &tag, 5, p(5), false);
         let ffn_in = format!("{tag}_rms_ffn");
-        w.call(
-            &ffn_in,
-            "aten.mul.Tensor",
-            &[Arg::Node(h.clone()), Arg::Node(ffn_w.clone())],
-            &fwd,
-            false,
-        );
-        release(&mut w, &tag, 5, &ffn_w, &p(5).1, false);
-        let mut branches = Vec::new();
-        for k in [6, 8] {
-            let weight = gather(&mut w, &tag, k, p(k), false);
-            let t = format!("{tag}_t_{k}");
-            w.call(
-                &t,
-                "aten.t.default",
-                &[Arg::Node(weight.clone())],
-                &fwd,
-                true,
-            );
-            let mm = format!("{tag}_mm_{k}");
-            w.call(
-                &mm,
-                "aten.mm.default",
-                &[Arg::Node(ffn_in.clone()), Arg::Node(t)],
-                &fwd,
-                false,
-            );
-            release(&mut w, &tag, k, &weight, &p(k).1, false);
-            branches.push(mm);
-        }
+        scale(&mut w, 5, &h, &ffn_in);
+        let branches: Vec<String> = [6, 8]
+            .into_iter()
+            .map(|k| project(&mut w, k, &ffn_in))
+            .collect();
         let silu = format!("{tag}_silu");
         w.call(
             &silu,
@@ -449,24 +415,7 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
             &fwd,
             false,
         );
-        let w2 = gather(&mut w, &tag, 7, p(7), false);
-        let w2_t = format!("{tag}_t_7");
-        w.call(
-            &w2_t,
-            "aten.t.default",
-            &[Arg::Node(w2.clone())],
-            &fwd,
-            true,
-        );
-        let down = format!("{tag}_mm_7");
-        w.call(
-            &down,
-            "aten.mm.default",
-            &[Arg::Node(gated.clone()), Arg::Node(w2_t)],
-            &fwd,
-            false,
-        );
-        release(&mut w, &tag, 7, &w2, &p(7).1, false);
+        let down = project(&mut w, 7, &gated);
         let next = format!("{tag}_add_1");
         w.call(
             &next,
