@@ -24,15 +24,7 @@ struct Row {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() {
-        vec![10_000, 100_000, 1_000_000]
-    } else {
-        sizes
-    };
+    let sizes = support::sizes_from_args();
     let mut rows = Vec::new();
     for target in sizes {
         let text = synthetic_dump(SynthSpec::with_nodes(target));

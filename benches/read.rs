@@ -23,15 +23,7 @@ struct Row {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() {
-        vec![10_000, 100_000, 1_000_000]
-    } else {
-        sizes
-    };
+    let sizes = support::sizes_from_args();
     let runs_override = std::env::var("COMMLENS_BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok());

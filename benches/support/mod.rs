@@ -29,3 +29,16 @@ pub fn best_time<T>(runs: usize, f: impl FnMut() -> T) -> Duration {
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
+
+/// Dump sizes (node counts) from the command line, else about 10k, 100k and 1M.
+pub fn sizes_from_args() -> Vec<usize> {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    if sizes.is_empty() {
+        vec![10_000, 100_000, 1_000_000]
+    } else {
+        sizes
+    }
+}
