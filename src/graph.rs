@@ -71,17 +71,65 @@ const RS_LAYOUT_OPS: &[(&str, &str)] = &[
 /// The FSDP pass's storage release function, matched by its last dotted component.
 pub const FREE_TENSOR_STORAGE: &str = "_free_tensor_storage";
 
-/// Facts about one node that the planner and classifier ask again and again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What `node.meta["comm_type"]` says, as far as the planner acts on it: the tags of the
+/// FSDP pass (`_KINDS` and `_FREES` of the reference).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CommTag {
+    /// No `comm_type`, or one that is not a `str`.
+    #[default]
+    Untagged,
+    /// A `str` the planner neither buckets nor treats as a storage release.
+    Other,
+    /// `fsdp_all_gather`.
+    AllGather,
+    /// `fsdp_all_gather_backward`.
+    AllGatherBackward,
+    /// `fsdp_reduce_scatter`.
+    ReduceScatter,
+    /// `fsdp_reshard_free` or `fsdp_reshard_free_backward`.
+    ReshardFree,
+}
+
+impl CommTag {
+    pub fn parse(tag: Option<&str>) -> CommTag {
+        match tag {
+            None => CommTag::Untagged,
+            Some("fsdp_all_gather") => CommTag::AllGather,
+            Some("fsdp_all_gather_backward") => CommTag::AllGatherBackward,
+            Some("fsdp_reduce_scatter") => CommTag::ReduceScatter,
+            Some("fsdp_reshard_free" | "fsdp_reshard_free_backward") => CommTag::ReshardFree,
+            Some(_) => CommTag::Other,
+        }
+    }
+}
+
+/// Facts about one node that the planner and classifier ask again and again. Seven bytes, so
+/// a pass over every node's facts stays in cache where a pass over the nodes would not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeFacts {
+    pub op: Op,
     pub collective: bool,
     pub wait: bool,
     pub view: bool,
     pub barrier: bool,
     /// `bool(node.meta.get("autograd_backward", False))`.
     pub backward: bool,
-    /// `node.meta["comm_type"]` is a `str` (a tag of the FSDP pass).
-    pub comm_type: bool,
+    pub tag: CommTag,
+}
+
+impl NodeFacts {
+    /// A node that calls nothing the helpers recognise.
+    fn plain(op: Op) -> NodeFacts {
+        NodeFacts {
+            op,
+            collective: false,
+            wait: false,
+            view: false,
+            barrier: false,
+            backward: false,
+            tag: CommTag::Untagged,
+        }
+    }
 }
 
 /// A graph dump with its derived structure.
@@ -108,11 +156,19 @@ impl Graph {
         let mut user_count = vec![0usize; count + 1];
         let mut facts = Vec::with_capacity(count);
         input_start.push(0);
-        for node in &dump.nodes {
-            let start = input_list.len();
+        // `last_reader[i]` is the last node that listed node `i` as an input: inputs are
+        // deduplicated in constant time, even for an output node that reads every gradient.
+        let mut last_reader = vec![usize::MAX; count];
+        for (id, node) in dump.nodes.iter().enumerate() {
+            let mut inputs = InputCollector {
+                reader: id,
+                last_reader: &mut last_reader,
+                out: &mut input_list,
+            };
             for value in node.args.iter().chain(node.kwargs.values()) {
-                collect_refs(value, start, &mut input_list);
+                inputs.collect(value);
             }
+            let start = input_start[id];
             for &input in &input_list[start..] {
                 if input < count {
                     user_count[input] += 1;
@@ -187,6 +243,11 @@ impl Graph {
         self.facts[id]
     }
 
+    /// Every node's facts, in graph order.
+    pub fn all_facts(&self) -> &[NodeFacts] {
+        &self.facts
+    }
+
     pub fn is_collective(&self, id: NodeId) -> bool {
         self.facts[id].collective
     }
@@ -251,18 +312,31 @@ impl Graph {
 }
 
 /// Appends the distinct node references in `value` to `out[start..]`.
-fn collect_refs(value: &PyValue, start: usize, out: &mut Vec<NodeId>) {
-    match value {
-        PyValue::Node(r) => {
-            if let Some(index) = r.index {
-                if !out[start..].contains(&index) {
-                    out.push(index);
+/// Appends one node's distinct input nodes, in first-reference order (`all_input_nodes`).
+struct InputCollector<'a> {
+    reader: NodeId,
+    last_reader: &'a mut [usize],
+    out: &'a mut Vec<NodeId>,
+}
+
+impl InputCollector<'_> {
+    fn collect(&mut self, value: &PyValue) {
+        match value {
+            PyValue::Node(r) => {
+                // A resolved index is a position in the dump; one that is not (a dump
+                // assembled by hand) is no input.
+                let Some(index) = r.index else { return };
+                if let Some(seen) = self.last_reader.get_mut(index) {
+                    if *seen != self.reader {
+                        *seen = self.reader;
+                        self.out.push(index);
+                    }
                 }
             }
+            PyValue::List(items) => items.iter().for_each(|item| self.collect(item)),
+            PyValue::Dict(map) => map.values().for_each(|item| self.collect(item)),
+            _ => {}
         }
-        PyValue::List(items) => items.iter().for_each(|item| collect_refs(item, start, out)),
-        PyValue::Dict(map) => map.values().for_each(|item| collect_refs(item, start, out)),
-        _ => {}
     }
 }
 
@@ -444,12 +518,12 @@ pub fn collective_op(node: &Node) -> Option<&str> {
 fn node_facts(node: &Node) -> NodeFacts {
     // Metadata the planner and classifier ask of every node, read once here.
     let backward = node.meta_flag("autograd_backward");
-    let comm_type = node.meta_str("comm_type").is_some();
+    let tag = CommTag::parse(node.meta_str("comm_type"));
     if node.op != Op::CallFunction {
         return NodeFacts {
             backward,
-            comm_type,
-            ..NodeFacts::default()
+            tag,
+            ..NodeFacts::plain(node.op)
         };
     }
     // `collective_op`, `is_wait_target` and `target_is_op` on one split of the target.
@@ -472,12 +546,13 @@ fn node_facts(node: &Node) -> NodeFacts {
             None => effectful_by_name(&node.target),
         };
     NodeFacts {
+        op: node.op,
         collective,
         wait: matches!(split, Some(("_c10d_functional", "wait_tensor", _))),
         view,
         barrier,
         backward,
-        comm_type,
+        tag,
     }
 }
 
@@ -596,6 +671,7 @@ mod tests {
                         .iter()
                         .any(|ns| target_is_op(target, ns, "wait_tensor"));
                     let expected = NodeFacts {
+                        op: Op::CallFunction,
                         collective,
                         wait: target_is_op(target, "_c10d_functional", "wait_tensor"),
                         view: alias.unwrap_or_else(|| {
@@ -606,7 +682,7 @@ mod tests {
                             && !wait_any
                             && impure.unwrap_or_else(|| effectful_by_name(target)),
                         backward: false,
-                        comm_type: false,
+                        tag: CommTag::Untagged,
                     };
                     assert_eq!(node_facts(&n), expected, "{target} {alias:?} {impure:?}");
                 }
@@ -647,6 +723,68 @@ mod tests {
             assert_eq!(graph.find(&format!("n{i}")), Some(i));
         }
         assert_eq!(graph.find("n5000"), None);
+    }
+
+    #[test]
+    fn comm_tags_name_the_fsdp_pass_tags() {
+        assert_eq!(CommTag::parse(None), CommTag::Untagged);
+        assert_eq!(CommTag::parse(Some("fsdp_all_gather")), CommTag::AllGather);
+        assert_eq!(
+            CommTag::parse(Some("fsdp_all_gather_backward")),
+            CommTag::AllGatherBackward
+        );
+        assert_eq!(
+            CommTag::parse(Some("fsdp_reduce_scatter")),
+            CommTag::ReduceScatter
+        );
+        for free in ["fsdp_reshard_free", "fsdp_reshard_free_backward"] {
+            assert_eq!(CommTag::parse(Some(free)), CommTag::ReshardFree);
+        }
+        for other in ["", "FSDP_ALL_GATHER", "tp_all_reduce", "fsdp_all_gather "] {
+            assert_eq!(CommTag::parse(Some(other)), CommTag::Other);
+        }
+    }
+
+    /// `all_input_nodes` order: first reference first, each node once, however nested or
+    /// repeated; a reference that names no node of the dump is no input.
+    #[test]
+    fn inputs_are_distinct_in_first_reference_order() {
+        let to = |name: &str, index: Option<usize>| {
+            PyValue::Node(crate::value::NodeRef {
+                name: name.into(),
+                index,
+            })
+        };
+        let mut nodes: Vec<Node> = ["a", "b", "c"]
+            .iter()
+            .map(|n| node(n, "aten.mm", None, None))
+            .collect();
+        let mut reader = node("d", "aten.cat", None, None);
+        reader.args = vec![
+            to("b", Some(1)),
+            PyValue::List(vec![to("a", Some(0)), to("b", Some(1)), to("x", None)]),
+            to("ghost", Some(99)),
+            to("a", Some(0)),
+        ];
+        reader.kwargs.insert(
+            "k".into(),
+            PyValue::List(vec![to("c", Some(2)), to("b", Some(1))]),
+        );
+        nodes.push(reader);
+        let graph = Graph::new(Dump {
+            nodes,
+            group_ranks: None,
+            modules: Vec::new(),
+            state_fqns: Vec::new(),
+            source: None,
+            planner: None,
+            signature: None,
+            warnings: Vec::new(),
+        });
+        assert_eq!(graph.inputs(3), &[1, 0, 2]);
+        for input in 0..3 {
+            assert_eq!(graph.users(input), &[3]);
+        }
     }
 
     /// The flat input and user lists hold what per-node lists built the plain way hold.

@@ -6,85 +6,44 @@
 //! only scans the nodes it has not yet passed, jumping from one possible stop to the next, so
 //! planning grows near-linearly with graph size.
 
-use super::candidates::TaggedCollective;
-use super::{
-    Action, Bucket, BucketPolicy, Candidate, CompatibilityKey, Decision, Reason, FREE_TAGS,
-};
+use super::candidates::{Admitted, Groups, ScopeEntry, TaggedCollective};
+use super::{Action, Bucket, BucketPolicy, CompatibilityKey, Decision, FastMap, FastSet, Reason};
 use crate::dump::Op;
-use crate::graph::{is_free_tensor_storage, Graph, NodeId};
+use crate::graph::{is_free_tensor_storage, CommTag, Graph, NodeFacts, NodeId};
 use indexmap::IndexMap;
-use std::collections::HashSet;
+use std::sync::Arc;
 
-/// Per-node facts the split checks need, computed once per graph.
+/// What the split checks need beyond each node's [`NodeFacts`], computed once per graph.
 pub(crate) struct Barriers {
-    /// `comm_type` is a reshard free.
-    free_tagged: Vec<bool>,
     /// For a reshard free that is exactly `_free_tensor_storage(wait)` (no kwargs), the wait
     /// it frees: the only kind of free a gather bucket may own.
-    freed_wait: std::collections::HashMap<NodeId, NodeId>,
-    /// The node is an effect (`is_barrier`) or a collective start.
-    effect: Vec<bool>,
-    collective: Vec<bool>,
+    freed_wait: FastMap<NodeId, NodeId>,
     /// Next node at or after `i` that could stop a bucket of the given phase
     /// (`[forward, backward]`); `len` when there is none.
     next_stop: [Vec<usize>; 2],
-    /// `bool(meta.autograd_backward)` for nodes that take part in the phase check.
-    phase: Vec<Option<bool>>,
 }
 
-/// Collects each node's stopping power in graph order (one visit per node, while the node is
-/// in cache for the planner's other per-graph work), then links the next possible stops.
-pub(crate) struct BarrierBuilder {
-    free_tagged: Vec<bool>,
-    freed_wait: std::collections::HashMap<NodeId, NodeId>,
-    effect: Vec<bool>,
-    collective: Vec<bool>,
-    phase: Vec<Option<bool>>,
-    effect_or_collective: Vec<bool>,
-}
-
-impl BarrierBuilder {
-    pub(crate) fn with_capacity(n: usize) -> BarrierBuilder {
-        BarrierBuilder {
-            free_tagged: Vec::with_capacity(n),
-            freed_wait: std::collections::HashMap::new(),
-            effect: Vec::with_capacity(n),
-            collective: Vec::with_capacity(n),
-            phase: Vec::with_capacity(n),
-            effect_or_collective: Vec::with_capacity(n),
-        }
-    }
-
-    /// Records node `id`; nodes must be visited in graph order.
-    pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, node: &crate::dump::Node) {
-        let facts = graph.facts(id);
-        let free = facts.comm_type
-            && node
-                .meta_str("comm_type")
-                .is_some_and(|t| FREE_TAGS.contains(&t));
-        self.free_tagged.push(free);
-        if free && is_free_tensor_storage(node) && node.kwargs.is_empty() && node.args.len() == 1 {
-            if let Some(wait) = crate::dump::node_index(&node.args[0]) {
-                self.freed_wait.insert(id, wait);
-            }
-        }
-        self.effect.push(facts.barrier);
-        self.collective.push(facts.collective);
-        self.phase.push(
-            (!matches!(node.op, Op::Placeholder | Op::GetAttr | Op::Output))
-                .then_some(facts.backward),
-        );
-        self.effect_or_collective
-            .push(free || facts.barrier || facts.collective);
-    }
-
-    pub(crate) fn finish(self) -> Barriers {
-        let n = self.free_tagged.len();
+impl Barriers {
+    /// One backward pass over the nodes' facts; only reshard frees are read in full.
+    pub(crate) fn new(graph: &Graph) -> Barriers {
+        let facts = graph.all_facts();
+        let n = facts.len();
+        let mut freed_wait = FastMap::default();
         let mut next_stop = [vec![n; n + 1], vec![n; n + 1]];
-        for i in (0..n).rev() {
+        for (i, f) in facts.iter().enumerate().rev() {
+            let free = f.tag == CommTag::ReshardFree;
+            if free {
+                let node = graph.node(i);
+                if is_free_tensor_storage(node) && node.kwargs.is_empty() && node.args.len() == 1 {
+                    if let Some(wait) = crate::dump::node_index(&node.args[0]) {
+                        freed_wait.insert(i, wait);
+                    }
+                }
+            }
+            let stops_both = free || f.barrier || f.collective;
             for (slot, backward) in [false, true].into_iter().enumerate() {
-                let other_phase = self.phase[i].is_some_and(|p| p != backward);
-                next_stop[slot][i] = if self.effect_or_collective[i] || other_phase {
+                let other_phase = phase(f).is_some_and(|p| p != backward);
+                next_stop[slot][i] = if stops_both || other_phase {
                     i
                 } else {
                     next_stop[slot][i + 1]
@@ -92,51 +51,77 @@ impl BarrierBuilder {
             }
         }
         Barriers {
-            free_tagged: self.free_tagged,
-            freed_wait: self.freed_wait,
-            effect: self.effect,
-            collective: self.collective,
+            freed_wait,
             next_stop,
-            phase: self.phase,
         }
     }
 }
 
+/// `bool(meta.autograd_backward)` for nodes that take part in the phase check.
+fn phase(facts: &NodeFacts) -> Option<bool> {
+    (!matches!(facts.op, Op::Placeholder | Op::GetAttr | Op::Output)).then_some(facts.backward)
+}
+
+/// What the split checks read of a candidate. The bucket loop works over these small copies;
+/// whole candidates move once, into their final bucket.
+#[derive(Clone, Copy, Debug)]
+struct Member {
+    /// Position in the plan's candidates.
+    index: usize,
+    /// Compatibility-key id: equal ids, equal keys.
+    key: usize,
+    /// Parameter id: equal ids, equal `param_name`s.
+    param: usize,
+    state_idx: i128,
+    size_bytes: u128,
+    launch: NodeId,
+    wait: NodeId,
+    ready: NodeId,
+    first_use: NodeId,
+    backward: bool,
+    reduce_scatter: bool,
+}
+
 /// The bucket being filled, with what its split checks need kept up to date.
 struct OpenBucket {
-    members: Vec<Candidate>,
-    param_names: HashSet<String>,
-    state_indices: HashSet<i128>,
+    members: Vec<Member>,
+    params: FastSet<usize>,
+    state_indices: FastSet<i128>,
     size_bytes: u128,
-    launches: HashSet<NodeId>,
-    waits: HashSet<NodeId>,
-    preparations: HashSet<NodeId>,
+    /// `(min, max)` of the members' `ready` and `first_use`.
+    ready: (NodeId, NodeId),
+    first_use: (NodeId, NodeId),
+    launches: FastSet<NodeId>,
+    waits: FastSet<NodeId>,
+    preparations: FastSet<NodeId>,
     /// Nodes before this position have been checked against the bucket.
     scanned_to: NodeId,
 }
 
 impl OpenBucket {
-    fn new(first: Candidate, preparation: &[NodeId]) -> OpenBucket {
-        let mut bucket = OpenBucket {
+    fn new() -> OpenBucket {
+        OpenBucket {
             members: Vec::new(),
-            param_names: HashSet::new(),
-            state_indices: HashSet::new(),
+            params: FastSet::default(),
+            state_indices: FastSet::default(),
             size_bytes: 0,
-            launches: HashSet::new(),
-            waits: HashSet::new(),
-            preparations: HashSet::new(),
+            ready: (NodeId::MAX, 0),
+            first_use: (NodeId::MAX, 0),
+            launches: FastSet::default(),
+            waits: FastSet::default(),
+            preparations: FastSet::default(),
             scanned_to: 0,
-        };
-        bucket.start(first, preparation);
-        bucket
+        }
     }
 
     /// Empties the bucket (keeping its allocations) and opens it with `first`.
-    fn start(&mut self, first: Candidate, preparation: &[NodeId]) {
+    fn start(&mut self, first: Member, preparation: &[NodeId]) {
         self.members.clear();
-        self.param_names.clear();
+        self.params.clear();
         self.state_indices.clear();
         self.size_bytes = 0;
+        self.ready = (NodeId::MAX, 0);
+        self.first_use = (NodeId::MAX, 0);
         self.launches.clear();
         self.waits.clear();
         self.preparations.clear();
@@ -144,49 +129,42 @@ impl OpenBucket {
         self.push(first, preparation);
     }
 
-    fn push(&mut self, candidate: Candidate, preparation: &[NodeId]) {
-        self.param_names.insert(candidate.param_name.clone());
-        self.state_indices.insert(candidate.state_idx);
-        self.size_bytes = self.size_bytes.saturating_add(candidate.size_bytes());
-        self.launches.insert(candidate.launch);
-        self.waits.insert(candidate.wait);
+    fn push(&mut self, member: Member, preparation: &[NodeId]) {
+        self.params.insert(member.param);
+        self.state_indices.insert(member.state_idx);
+        self.size_bytes = self.size_bytes.saturating_add(member.size_bytes);
+        self.ready = widen(self.ready, member.ready);
+        self.first_use = widen(self.first_use, member.first_use);
+        self.launches.insert(member.launch);
+        self.waits.insert(member.wait);
         self.preparations.extend(preparation.iter().copied());
-        self.scanned_to = self.scanned_to.max(candidate.launch);
-        self.members.push(candidate);
+        self.scanned_to = self.scanned_to.max(member.launch);
+        self.members.push(member);
     }
 
     /// `_membership_reason`.
-    fn membership_reason(&self, candidate: &Candidate, policy: &BucketPolicy) -> Option<Reason> {
+    fn membership_reason(&self, candidate: &Member, policy: &BucketPolicy) -> Option<Reason> {
         let last = self.members.last()?;
-        if !last.same_key(candidate) {
+        if last.key != candidate.key {
             return Some(Reason::IncompatibleKey);
         }
-        if self.param_names.contains(&candidate.param_name)
+        if self.params.contains(&candidate.param)
             || self.state_indices.contains(&candidate.state_idx)
         {
             return Some(Reason::RepeatedParameterInstance);
         }
         if let Some(cap) = policy.cap_bytes {
-            if self.size_bytes.saturating_add(candidate.size_bytes()) > cap {
+            if self.size_bytes.saturating_add(candidate.size_bytes) > cap {
                 return Some(Reason::Capacity);
             }
         }
         None
     }
 
-    /// `_window_reason`.
-    fn window_reason(&self, candidate: &Candidate, policy: &BucketPolicy) -> Option<Reason> {
-        let all = || self.members.iter().chain(std::iter::once(candidate));
-        let span = |values: &mut dyn Iterator<Item = usize>| {
-            let (mut lo, mut hi) = (usize::MAX, 0);
-            for v in values {
-                lo = lo.min(v);
-                hi = hi.max(v);
-            }
-            (lo, hi)
-        };
-        let (ready_lo, ready_hi) = span(&mut all().map(|m| m.ready));
-        let (use_lo, use_hi) = span(&mut all().map(|m| m.first_use));
+    /// `_window_reason`, over the spans kept as members joined.
+    fn window_reason(&self, candidate: &Member, policy: &BucketPolicy) -> Option<Reason> {
+        let (ready_lo, ready_hi) = widen(self.ready, candidate.ready);
+        let (use_lo, use_hi) = widen(self.first_use, candidate.first_use);
         if let Some(limit) = policy.max_input_distance {
             if (ready_hi - ready_lo) as u128 > limit {
                 return Some(Reason::InputDistance);
@@ -212,13 +190,13 @@ impl OpenBucket {
         &self,
         graph: &Graph,
         barriers: &Barriers,
-        candidate: &Candidate,
+        candidate: &Member,
         preparation: &[NodeId],
     ) -> Option<Reason> {
         let slot = candidate.backward as usize;
         let mut i = barriers.next_stop[slot][self.scanned_to.min(graph.len())];
         while i < candidate.launch {
-            if let Some(reason) = self.stop_reason(barriers, candidate, preparation, i) {
+            if let Some(reason) = self.stop_reason(graph, barriers, candidate, preparation, i) {
                 return Some(reason);
             }
             i = barriers.next_stop[slot][i + 1];
@@ -229,8 +207,9 @@ impl OpenBucket {
     /// The reference's per-node test, in its order.
     fn stop_reason(
         &self,
+        graph: &Graph,
         barriers: &Barriers,
-        candidate: &Candidate,
+        candidate: &Member,
         preparation: &[NodeId],
         i: NodeId,
     ) -> Option<Reason> {
@@ -238,27 +217,28 @@ impl OpenBucket {
             // Only these default, private RS layout nodes are known pure here.
             return None;
         }
-        if barriers.free_tagged[i] {
+        let facts = graph.facts(i);
+        if facts.tag == CommTag::ReshardFree {
             // Copy-out preserves each member's storage and free point: only that exact
             // materialization may be crossed.
             if !self.owns_free(barriers, candidate, i) {
                 return Some(Reason::EffectOrStorageRelease);
             }
-        } else if barriers.effect[i] {
+        } else if facts.barrier {
             return Some(Reason::EffectOrStorageRelease);
         }
-        if barriers.collective[i] && !self.launches.contains(&i) && i != candidate.launch {
+        if facts.collective && !self.launches.contains(&i) && i != candidate.launch {
             return Some(Reason::InterveningCollective);
         }
-        if barriers.phase[i].is_some_and(|p| p != candidate.backward) {
+        if phase(&facts).is_some_and(|p| p != candidate.backward) {
             return Some(Reason::PhaseBoundary);
         }
         None
     }
 
     /// `_owned_free`: the node frees exactly one member's waited result.
-    fn owns_free(&self, barriers: &Barriers, candidate: &Candidate, i: NodeId) -> bool {
-        !candidate.kind.is_reduce_scatter()
+    fn owns_free(&self, barriers: &Barriers, candidate: &Member, i: NodeId) -> bool {
+        !candidate.reduce_scatter
             && barriers
                 .freed_wait
                 .get(&i)
@@ -266,78 +246,126 @@ impl OpenBucket {
     }
 
     /// `_finalize_bucket`: members in `(state_idx, param_name)` order.
-    fn finish(&mut self) -> Bucket {
+    fn finish(&mut self, param_names: &[Arc<str>]) -> Vec<Member> {
         let mut members = std::mem::take(&mut self.members);
-        members.sort_by(|a, b| (a.state_idx, &a.param_name).cmp(&(b.state_idx, &b.param_name)));
-        Bucket {
-            bucket_id: String::new(),
-            members,
-        }
+        let name = |m: &Member| param_names.get(m.param).map_or("", |n| &**n);
+        members.sort_by(|a, b| (a.state_idx, name(a)).cmp(&(b.state_idx, name(b))));
+        members
     }
+}
+
+/// `(min, max)` widened to include `value`.
+fn widen((lo, hi): (NodeId, NodeId), value: NodeId) -> (NodeId, NodeId) {
+    (lo.min(value), hi.max(value))
+}
+
+/// The plan's admitted collectives with what they refer to.
+pub(crate) struct Admissions<'a> {
+    pub admitted: &'a [Admitted],
+    pub tagged: &'a [TaggedCollective],
+    pub scopes: &'a [ScopeEntry],
+    pub groups: &'a Groups,
+    /// Parameter names by id.
+    pub param_names: &'a [Arc<str>],
 }
 
 /// `_physical_buckets`: group by compatibility key, then cut where a split reason appears.
 pub(crate) fn physical_buckets(
     graph: &Graph,
     barriers: &Barriers,
-    tagged: &[TaggedCollective],
-    candidates: Vec<(Candidate, usize)>,
+    plan: Admissions,
     policy: &BucketPolicy,
     decisions: &mut Vec<Decision>,
 ) -> Vec<Bucket> {
-    let mut compatible: IndexMap<CompatibilityKey, Vec<(Candidate, usize)>> = IndexMap::new();
-    for (candidate, index) in candidates {
-        compatible
-            .entry(candidate.key())
-            .or_default()
-            .push((candidate, index));
+    let Admissions {
+        admitted,
+        tagged,
+        scopes,
+        groups,
+        param_names,
+    } = plan;
+    // Keys get ids in first-seen order: the reference's dict of groups.
+    let mut key_ids: IndexMap<CompatibilityKey, usize, _> =
+        IndexMap::with_hasher(foldhash::fast::FixedState::default());
+    let members: Vec<Member> = admitted
+        .iter()
+        .enumerate()
+        .filter_map(|(index, a)| {
+            let facts = a.facts(tagged)?;
+            let next = key_ids.len();
+            let key = *key_ids
+                .entry(a.key(tagged, scopes, groups)?)
+                .or_insert(next);
+            Some(Member {
+                index,
+                key,
+                param: tagged[a.tagged].param_id.unwrap_or(usize::MAX),
+                state_idx: facts.state_idx,
+                size_bytes: facts.size_bytes,
+                launch: tagged[a.tagged].node,
+                wait: facts.wait,
+                ready: facts.source,
+                first_use: facts.first_use,
+                backward: facts.backward,
+                reduce_scatter: tagged[a.tagged].kind.is_reduce_scatter(),
+            })
+        })
+        .collect();
+    // Stable grouping by key id (a counting sort): each group keeps graph order.
+    let mut group_start = vec![0usize; key_ids.len() + 1];
+    for m in &members {
+        group_start[m.key + 1] += 1;
     }
-    let preparation = |index: usize| -> &[NodeId] {
-        tagged[index]
-            .late
-            .as_ref()
+    for k in 0..key_ids.len() {
+        group_start[k + 1] += group_start[k];
+    }
+    let mut cursor = group_start.clone();
+    let mut order = vec![0usize; members.len()];
+    for (position, m) in members.iter().enumerate() {
+        order[cursor[m.key]] = position;
+        cursor[m.key] += 1;
+    }
+    let preparation = |m: &Member| -> &[NodeId] {
+        admitted[m.index]
+            .facts(tagged)
             .map_or(&[][..], |facts| &facts.preparation)
     };
-    let mut buckets = Vec::new();
-    let mut open: Option<OpenBucket> = None;
-    for group in compatible.into_values() {
+
+    let mut buckets: Vec<Vec<Member>> = Vec::new();
+    let mut open = OpenBucket::new();
+    for range in group_start.windows(2) {
         let mut filling = false;
-        for (candidate, index) in group {
-            let oversized = policy
-                .cap_bytes
-                .is_some_and(|cap| candidate.size_bytes() > cap);
-            let launch = candidate.launch;
-            match open.as_mut() {
-                None => open = Some(OpenBucket::new(candidate, preparation(index))),
-                Some(bucket) if !filling => bucket.start(candidate, preparation(index)),
-                Some(bucket) => {
-                    let preparation = preparation(index);
-                    let reason = bucket
-                        .membership_reason(&candidate, policy)
-                        .or_else(|| bucket.window_reason(&candidate, policy))
-                        .or_else(|| {
-                            bucket.intervening_reason(graph, barriers, &candidate, preparation)
+        for &position in &order[range[0]..range[1]] {
+            let member = members[position];
+            let oversized = policy.cap_bytes.is_some_and(|cap| member.size_bytes > cap);
+            if !filling {
+                open.start(member, preparation(&member));
+            } else {
+                let reason = open
+                    .membership_reason(&member, policy)
+                    .or_else(|| open.window_reason(&member, policy))
+                    .or_else(|| {
+                        open.intervening_reason(graph, barriers, &member, preparation(&member))
+                    });
+                match reason {
+                    Some(reason) => {
+                        let previous = open.members.last().map(|m| m.launch);
+                        buckets.push(open.finish(param_names));
+                        decisions.push(Decision {
+                            node: member.launch,
+                            previous_node: previous,
+                            action: Action::Split,
+                            reason,
                         });
-                    match reason {
-                        Some(reason) => {
-                            let previous = bucket.members.last().map(|m| m.launch);
-                            buckets.push(bucket.finish());
-                            decisions.push(Decision {
-                                node: launch,
-                                previous_node: previous,
-                                action: Action::Split,
-                                reason,
-                            });
-                            bucket.start(candidate, preparation);
-                        }
-                        None => bucket.push(candidate, preparation),
+                        open.start(member, preparation(&member));
                     }
+                    None => open.push(member, preparation(&member)),
                 }
             }
             filling = true;
             if oversized {
                 decisions.push(Decision {
-                    node: launch,
+                    node: member.launch,
                     previous_node: None,
                     action: Action::Singleton,
                     reason: Reason::Oversized,
@@ -345,50 +373,71 @@ pub(crate) fn physical_buckets(
             }
         }
         if filling {
-            if let Some(bucket) = open.as_mut() {
-                buckets.push(bucket.finish());
-            }
+            buckets.push(open.finish(param_names));
         }
     }
     // Model declaration order never silently reorders the collective stream.
-    buckets.sort_by_key(Bucket::first_launch);
+    buckets.sort_by_key(|b| b.iter().map(|m| m.launch).min().unwrap_or(0));
+    // Each candidate is built once, in its final bucket.
     buckets
+        .into_iter()
+        .map(|members| Bucket {
+            bucket_id: String::new(),
+            members: members
+                .iter()
+                .filter_map(|m| admitted[m.index].candidate(tagged, scopes, groups))
+                .collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planner::Planner;
+
+    fn member(key: usize, param: usize, state_idx: i128, launch: NodeId) -> Member {
+        Member {
+            index: 0,
+            key,
+            param,
+            state_idx,
+            size_bytes: 64,
+            launch,
+            wait: launch + 1,
+            ready: 0,
+            first_use: launch + 2,
+            backward: false,
+            reduce_scatter: false,
+        }
+    }
 
     /// `incompatible_key` cannot be reached through `plan` (candidates are grouped by key
-    /// first), so the membership check is exercised directly.
+    /// first), so the membership check is exercised directly, in the reference's order.
     #[test]
-    fn membership_rejects_an_incompatible_key_first() {
-        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec {
-            layers: 1,
-            degree: 2,
-            hidden: 8,
-        });
-        let graph = Graph::new(crate::read_dump(text.as_bytes()).unwrap());
-        let plan = Planner::new(&graph)
-            .plan(&crate::resolve_args(&graph, None))
-            .unwrap();
-        let forward = plan.buckets[0].members[0].clone();
-        let mut other = forward.clone();
-        other.dtype = "torch.bfloat16";
-        other.param_name = "other".into();
-        other.state_idx = 999;
-        let open = OpenBucket::new(forward.clone(), &[]);
+    fn membership_checks_key_then_parameter_then_capacity() {
+        let mut open = OpenBucket::new();
+        open.start(member(0, 0, 0, 10), &[]);
         let policy = BucketPolicy::default();
         assert_eq!(
-            open.membership_reason(&other, &policy),
+            open.membership_reason(&member(1, 0, 0, 20), &policy),
             Some(Reason::IncompatibleKey)
         );
-        let mut repeated = forward.clone();
-        repeated.launch += 1;
         assert_eq!(
-            open.membership_reason(&repeated, &policy),
+            open.membership_reason(&member(0, 0, 1, 20), &policy),
             Some(Reason::RepeatedParameterInstance)
+        );
+        assert_eq!(
+            open.membership_reason(&member(0, 1, 0, 20), &policy),
+            Some(Reason::RepeatedParameterInstance)
+        );
+        assert_eq!(open.membership_reason(&member(0, 1, 1, 20), &policy), None);
+        let capped = BucketPolicy {
+            cap_bytes: Some(100),
+            ..BucketPolicy::default()
+        };
+        assert_eq!(
+            open.membership_reason(&member(0, 1, 1, 20), &capped),
+            Some(Reason::Capacity)
         );
     }
 }

@@ -5,12 +5,12 @@
 //! ones (group ranks, module plans, parallel mode) to a compact array, in the reference's order.
 
 use super::args::{self, ValidatedArgs};
-use super::{Action, Candidate, CollectiveKind, Decision, Reason, WireRecord};
-use crate::dump::{Node, Op};
+use super::{Action, Candidate, CollectiveKind, CompatibilityKey, Decision, Reason, WireRecord};
+use super::{FastMap, FastSet};
+use crate::dump::{lookup, Node, Op};
 use crate::graph::{is_op, Graph, NodeId};
 use crate::value::PyValue;
 use indexmap::IndexMap;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// What a tagged collective is, as far as the planner's arguments do not matter.
@@ -36,13 +36,16 @@ pub(crate) struct TaggedCollective {
 }
 
 /// The parsed layout and scheduling bounds of a collective that passed every local check.
+/// Shapes and strings are shared, so every plan's candidates clone them without allocating.
 #[derive(Clone, Debug)]
 pub(crate) struct Facts {
     pub state_idx: i128,
     pub backward: bool,
-    pub input_shape: Vec<i128>,
-    pub output_shape: Vec<i128>,
+    pub input_shape: Arc<[i128]>,
+    pub output_shape: Arc<[i128]>,
     pub dtype: &'static str,
+    /// `Candidate::size_bytes`, computed once.
+    pub size_bytes: u128,
     pub device: Arc<str>,
     pub wait: NodeId,
     pub source: NodeId,
@@ -54,7 +57,7 @@ pub(crate) struct Facts {
 
 /// Interned strings, so equal values share one allocation.
 #[derive(Default)]
-struct Strings(HashMap<String, Arc<str>>);
+struct Strings(FastMap<Box<str>, Arc<str>>);
 
 impl Strings {
     fn get(&mut self, text: &str) -> Arc<str> {
@@ -62,8 +65,45 @@ impl Strings {
             return shared.clone();
         }
         let shared: Arc<str> = Arc::from(text);
-        self.0.insert(text.to_string(), shared.clone());
+        self.0.insert(Box::from(text), shared.clone());
         shared
+    }
+}
+
+/// The metadata keys the planner reads from a tagged collective, found in one pass over its
+/// `meta` rather than one search per key.
+#[derive(Default)]
+struct PlannerMeta<'a> {
+    param_name: Option<&'a PyValue>,
+    state_idx: Option<&'a PyValue>,
+    comm_group: Option<&'a PyValue>,
+    bucket_spec: Option<&'a PyValue>,
+    bucket_members: Option<&'a PyValue>,
+}
+
+impl<'a> PlannerMeta<'a> {
+    fn read(node: &'a Node) -> PlannerMeta<'a> {
+        let mut meta = PlannerMeta::default();
+        // A dump's keys are unique, so the first match is `meta.get(key)`.
+        for (key, value) in &node.meta {
+            let slot = match key.as_str() {
+                "param_name" => &mut meta.param_name,
+                "state_idx" => &mut meta.state_idx,
+                "comm_group" => &mut meta.comm_group,
+                "fsdp_bucket_spec" => &mut meta.bucket_spec,
+                "fsdp_bucket_members" => &mut meta.bucket_members,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        meta
+    }
+
+    /// `meta["param_name"]` when a non-empty `str`.
+    fn param_name(&self) -> Option<&'a str> {
+        self.param_name
+            .and_then(PyValue::as_str)
+            .filter(|n| !n.is_empty())
     }
 }
 
@@ -71,7 +111,7 @@ impl Strings {
 #[derive(Default)]
 pub(crate) struct Preparer {
     strings: Strings,
-    params: HashMap<Arc<str>, usize>,
+    params: FastMap<Arc<str>, usize>,
     /// Distinct parameter names, by id.
     pub names: Vec<Arc<str>>,
     scratch: ConsumerScratch,
@@ -80,21 +120,11 @@ pub(crate) struct Preparer {
 }
 
 impl Preparer {
-    /// Records node `id` when its `comm_type` is a planned kind.
-    pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, node: &Node) {
-        if !graph.facts(id).comm_type {
-            return;
-        }
-        let Some(kind) = node
-            .meta_str("comm_type")
-            .and_then(CollectiveKind::from_comm_type)
-        else {
-            return;
-        };
-        let param_name = node
-            .meta_str("param_name")
-            .filter(|n| !n.is_empty())
-            .map(|n| self.strings.get(n));
+    /// Records node `id`, whose `comm_type` tags it as a collective of `kind`.
+    pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, kind: CollectiveKind) {
+        let node = graph.node(id);
+        let meta = PlannerMeta::read(node);
+        let param_name = meta.param_name().map(|n| self.strings.get(n));
         let param_id = param_name.as_ref().map(|name| {
             *self.params.entry(name.clone()).or_insert_with(|| {
                 self.names.push(name.clone());
@@ -107,7 +137,8 @@ impl Preparer {
             .and_then(PyValue::as_str)
             .map(|g| self.strings.get(g));
         let arity = if kind.is_reduce_scatter() { 4 } else { 3 };
-        let early = early_reason(node, kind, arity);
+        let backward = graph.facts(id).backward;
+        let early = early_reason(node, &meta, kind, backward, arity);
         let (source_is_node, degree) = if early.is_none() {
             (
                 matches!(node.args[0], PyValue::Node(_)),
@@ -120,6 +151,7 @@ impl Preparer {
             (None, Some(group)) => late_facts(
                 graph,
                 id,
+                &meta,
                 kind,
                 group,
                 degree,
@@ -143,11 +175,18 @@ impl Preparer {
 }
 
 /// The checks of `_candidate` and `_signature_reason` before the process group is looked up.
-fn early_reason(node: &Node, kind: CollectiveKind, arity: usize) -> Option<Reason> {
-    if !is_op(node, "_c10d_functional", kind.op()) || node.meta_flag("fsdp_bucket_members") {
+fn early_reason(
+    node: &Node,
+    meta: &PlannerMeta,
+    kind: CollectiveKind,
+    backward: bool,
+    arity: usize,
+) -> Option<Reason> {
+    if !is_op(node, "_c10d_functional", kind.op())
+        || meta.bucket_members.is_some_and(PyValue::truthy)
+    {
         return Some(Reason::UnsupportedOrAlreadyBucketed);
     }
-    let backward = node.meta_flag("autograd_backward");
     if backward != (kind != CollectiveKind::AllGather) {
         return Some(Reason::PhaseMismatch);
     }
@@ -159,9 +198,11 @@ fn early_reason(node: &Node, kind: CollectiveKind, arity: usize) -> Option<Reaso
 
 /// The checks after the group lookup (`group_metadata_mismatch` onwards), all local to the
 /// node; `degree` only matters once the group check has passed, where it is a valid int.
+#[allow(clippy::too_many_arguments)]
 fn late_facts(
     graph: &Graph,
     id: NodeId,
+    meta: &PlannerMeta,
     kind: CollectiveKind,
     group: &str,
     degree: Option<i128>,
@@ -169,23 +210,23 @@ fn late_facts(
     scratch: &mut ConsumerScratch,
 ) -> Result<Facts, Reason> {
     let node = graph.node(id);
-    if let Some(comm_group) = node.meta("comm_group") {
-        if !comm_group.py_eq(&PyValue::Str(group.to_string())) {
+    // `meta["comm_group"] != group`: only an equal `str` compares equal to a `str`.
+    if let Some(comm_group) = meta.comm_group {
+        if !matches!(comm_group, PyValue::Str(g) if g == group) {
             return Err(Reason::GroupMetadataMismatch);
         }
     }
-    let name_ok = node.meta_str("param_name").is_some_and(|n| !n.is_empty());
-    let state_idx = node
-        .meta("state_idx")
+    let state_idx = meta
+        .state_idx
         .and_then(PyValue::static_int)
         .filter(|i| *i >= 0);
-    let (true, Some(state_idx)) = (name_ok, state_idx) else {
+    let (true, Some(state_idx)) = (meta.param_name().is_some(), state_idx) else {
         return Err(Reason::MissingParameterIdentity);
     };
     let empty = IndexMap::new();
     // The reference calls `.get` on the spec; a non-dict spec is read as empty here.
-    let spec = node
-        .meta("fsdp_bucket_spec")
+    let spec = meta
+        .bucket_spec
         .and_then(PyValue::as_dict)
         .unwrap_or(&empty);
     let Layout {
@@ -214,12 +255,16 @@ fn late_facts(
         }
     }
     let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
+    let size_bytes = super::numel(&input_shape)
+        .max(super::numel(&output_shape))
+        .saturating_mul(super::itemsize(dtype));
     Ok(Facts {
         state_idx,
-        backward: node.meta_flag("autograd_backward"),
-        input_shape,
-        output_shape,
+        backward: graph.facts(id).backward,
+        input_shape: Arc::from(input_shape),
+        output_shape: Arc::from(output_shape),
         dtype,
+        size_bytes,
         device: strings.get(device),
         wait,
         source,
@@ -266,19 +311,19 @@ fn layout(
     degree: i128,
     spec: &IndexMap<String, PyValue>,
 ) -> Result<Layout<'_>, Reason> {
-    let input = static_shape(spec.get("input_shape"));
-    let output = static_shape(spec.get("output_shape"));
+    let input = static_shape(lookup(spec, "input_shape"));
+    let output = static_shape(lookup(spec, "output_shape"));
     let (Some(input), Some(output)) = (input, output) else {
         return Err(Reason::UnknownOrDynamicShape);
     };
-    let dtype = match spec.get("dtype") {
+    let dtype = match lookup(spec, "dtype") {
         Some(PyValue::Dtype(d)) => match PLANNED_DTYPES.iter().find(|p| **p == d.as_str()) {
             Some(planned) => *planned,
             None => return Err(Reason::UnsupportedDtype),
         },
         _ => return Err(Reason::UnsupportedDtype),
     };
-    let device = match spec.get("device") {
+    let device = match lookup(spec, "device") {
         Some(PyValue::Str(d)) if is_torch_device(d) => d.as_str(),
         _ => return Err(Reason::UnknownDevice),
     };
@@ -360,7 +405,7 @@ struct ConsumerSummary {
 #[derive(Default)]
 struct ConsumerScratch {
     stack: Vec<NodeId>,
-    seen: HashSet<NodeId>,
+    seen: FastSet<NodeId>,
 }
 
 impl ConsumerScratch {
@@ -408,8 +453,47 @@ impl ScopeEntry {
     }
 }
 
+/// A tagged collective that passed every check of `_candidate`, by index: the full
+/// [`Candidate`] is built once, when its bucket is final.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Admitted {
+    /// Index in the planner's tagged collectives.
+    pub tagged: usize,
+    /// Index in the plan's scopes.
+    pub scope: usize,
+    /// Index in the plan's process groups.
+    pub group: usize,
+}
+
+/// The process groups of one plan, shared by its candidates.
+pub(crate) struct Groups {
+    pub entries: Vec<(Arc<str>, Arc<[i128]>)>,
+    by_name: FastMap<Arc<str>, usize>,
+}
+
+impl Groups {
+    fn new(args: &ValidatedArgs) -> Groups {
+        let entries: Vec<(Arc<str>, Arc<[i128]>)> = args
+            .groups
+            .iter()
+            .map(|(g, ranks)| (Arc::from(g.as_str()), Arc::from(ranks.as_slice())))
+            .collect();
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (name.clone(), i))
+            .collect();
+        Groups { entries, by_name }
+    }
+
+    fn find(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+}
+
 pub(crate) struct ScanResult {
-    pub candidates: Vec<(Candidate, usize)>,
+    pub candidates: Vec<Admitted>,
+    pub groups: Groups,
     pub wire: IndexMap<String, Vec<WireRecord>>,
     pub scopes: Vec<ScopeEntry>,
     pub decisions: Vec<Decision>,
@@ -417,29 +501,20 @@ pub(crate) struct ScanResult {
 }
 
 /// `_scan_collectives` over prepared collectives: wire records, skip decisions and
-/// candidates (each with its index in `tagged`), in graph order.
+/// candidates, in graph order.
 pub(crate) fn scan(
     tagged: &[TaggedCollective],
     param_names: &[Arc<str>],
     args: &ValidatedArgs,
 ) -> ScanResult {
     let mut decisions = Vec::new();
-    let mut candidates = Vec::new();
+    let mut candidates = Vec::with_capacity(tagged.len());
     let mut wire: IndexMap<String, Vec<WireRecord>> = args
         .groups
         .keys()
         .map(|g| (g.clone(), Vec::new()))
         .collect();
-    let groups: HashMap<&str, (Arc<str>, Arc<[i128]>)> = args
-        .groups
-        .iter()
-        .map(|(g, ranks)| {
-            (
-                g.as_str(),
-                (Arc::from(g.as_str()), Arc::from(ranks.as_slice())),
-            )
-        })
-        .collect();
+    let groups = Groups::new(args);
     // With module plans, scope `i` is plan group `i`; without, scopes are parent modules (or
     // `<parameter:NAME>`). A parameter's scope depends only on its name: resolve each once.
     let mut scopes: Vec<ScopeEntry> = args
@@ -448,7 +523,7 @@ pub(crate) fn scan(
         .flatten()
         .map(|group| ScopeEntry::new(group.clone()))
         .collect();
-    let mut scope_by_name: HashMap<String, usize> = HashMap::new();
+    let mut scope_by_name: FastMap<String, usize> = FastMap::default();
     let module_index = args.module_plans.as_ref().map(args::ModuleIndex::new);
     let mut param_scope: Vec<Option<Option<usize>>> = vec![None; param_names.len()];
     let mut param_seen = vec![false; param_names.len()];
@@ -490,10 +565,14 @@ pub(crate) fn scan(
         let outcome = if !args.supported_mode {
             Err(Reason::UnsupportedParallelMode)
         } else {
-            admit(collective, &groups, scope.map(|slot| &scopes[slot]))
+            admit(collective, &groups, scope)
         };
         match outcome {
-            Ok(candidate) => candidates.push((candidate, index)),
+            Ok((scope, group)) => candidates.push(Admitted {
+                tagged: index,
+                scope,
+                group,
+            }),
             Err(reason) => decisions.push(Decision {
                 node: collective.node,
                 previous_node: None,
@@ -504,6 +583,7 @@ pub(crate) fn scan(
     }
     ScanResult {
         candidates,
+        groups,
         wire,
         scopes,
         decisions,
@@ -512,55 +592,97 @@ pub(crate) fn scan(
 }
 
 /// The argument-dependent checks of `_candidate`, in the reference's order around the local
-/// ones made at preparation.
+/// ones made at preparation; the admitted collective's scope and group.
 fn admit(
     collective: &TaggedCollective,
-    groups: &HashMap<&str, (Arc<str>, Arc<[i128]>)>,
-    scope: Option<&ScopeEntry>,
-) -> Result<Candidate, Reason> {
+    groups: &Groups,
+    scope: Option<usize>,
+) -> Result<(usize, usize), Reason> {
     if let Some(reason) = collective.early {
         return Err(reason);
     }
-    let shared = collective
+    let group = collective
         .group_arg
         .as_deref()
         .filter(|_| collective.source_is_node)
-        .and_then(|group| groups.get(group));
-    let Some((group, ranks)) = shared else {
+        .and_then(|group| groups.find(group));
+    let Some(group) = group else {
         return Err(Reason::UnknownProcessGroup);
     };
+    let ranks = &groups.entries[group].1;
     match collective.degree {
         Some(degree) if degree > 1 && degree == ranks.len() as i128 => {}
         _ => return Err(Reason::GroupSizeMismatch),
     }
-    let facts = collective.late.as_ref().map_err(|reason| *reason)?;
+    collective.late.as_ref().map_err(|reason| *reason)?;
     let Some(scope) = scope else {
         return Err(Reason::OutsideModulePlan);
     };
-    Ok(Candidate {
-        launch: collective.node,
-        wait: facts.wait,
-        source: facts.source,
-        param_name: collective
-            .param_name
-            .as_deref()
-            .unwrap_or_default()
-            .to_string(),
-        state_idx: facts.state_idx,
-        kind: collective.kind,
-        backward: facts.backward,
-        scope: scope.first.clone(),
-        module_fqns: scope.fqns.clone(),
-        group: group.clone(),
-        ranks: ranks.clone(),
-        dtype: facts.dtype,
-        device: facts.device.clone(),
-        input_shape: facts.input_shape.clone(),
-        output_shape: facts.output_shape.clone(),
-        ready: facts.source,
-        first_use: facts.first_use,
-        reduce_op: facts.reduce_op,
-    })
+    Ok((scope, group))
+}
+
+impl Admitted {
+    /// The prepared facts; every admitted collective has them.
+    pub(crate) fn facts<'a>(&self, tagged: &'a [TaggedCollective]) -> Option<&'a Facts> {
+        tagged[self.tagged].late.as_ref().ok()
+    }
+
+    /// The compatibility key, as `Candidate::key` would build it.
+    pub(crate) fn key(
+        &self,
+        tagged: &[TaggedCollective],
+        scopes: &[ScopeEntry],
+        groups: &Groups,
+    ) -> Option<CompatibilityKey> {
+        let facts = self.facts(tagged)?;
+        let (group, ranks) = &groups.entries[self.group];
+        Some(CompatibilityKey {
+            kind: tagged[self.tagged].kind,
+            backward: facts.backward,
+            scope: scopes[self.scope].first.clone(),
+            group: group.clone(),
+            ranks: ranks.clone(),
+            dtype: facts.dtype,
+            device: facts.device.clone(),
+            reduce_op: facts.reduce_op,
+        })
+    }
+
+    /// The full candidate (`_candidate`'s result).
+    pub(crate) fn candidate(
+        &self,
+        tagged: &[TaggedCollective],
+        scopes: &[ScopeEntry],
+        groups: &Groups,
+    ) -> Option<Candidate> {
+        let collective = &tagged[self.tagged];
+        let facts = self.facts(tagged)?;
+        let scope = &scopes[self.scope];
+        let (group, ranks) = &groups.entries[self.group];
+        Some(Candidate {
+            launch: collective.node,
+            wait: facts.wait,
+            source: facts.source,
+            param_name: collective
+                .param_name
+                .clone()
+                .unwrap_or_else(|| Arc::from("")),
+            state_idx: facts.state_idx,
+            kind: collective.kind,
+            backward: facts.backward,
+            scope: scope.first.clone(),
+            module_fqns: scope.fqns.clone(),
+            group: group.clone(),
+            ranks: ranks.clone(),
+            dtype: facts.dtype,
+            device: facts.device.clone(),
+            input_shape: facts.input_shape.clone(),
+            output_shape: facts.output_shape.clone(),
+            ready: facts.source,
+            first_use: facts.first_use,
+            reduce_op: facts.reduce_op,
+        })
+    }
 }
 
 /// `_unmatched_module_paths`: scope paths that selected no parameter.

@@ -14,7 +14,7 @@ pub mod report;
 
 pub use candidates::is_torch_device;
 
-use crate::graph::{Graph, NodeId};
+use crate::graph::{CommTag, Graph, NodeId};
 use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
@@ -31,10 +31,14 @@ pub enum CollectiveKind {
 
 impl CollectiveKind {
     pub fn from_comm_type(tag: &str) -> Option<CollectiveKind> {
+        CollectiveKind::from_tag(CommTag::parse(Some(tag)))
+    }
+
+    pub fn from_tag(tag: CommTag) -> Option<CollectiveKind> {
         match tag {
-            "fsdp_all_gather" => Some(CollectiveKind::AllGather),
-            "fsdp_all_gather_backward" => Some(CollectiveKind::AllGatherBackward),
-            "fsdp_reduce_scatter" => Some(CollectiveKind::ReduceScatter),
+            CommTag::AllGather => Some(CollectiveKind::AllGather),
+            CommTag::AllGatherBackward => Some(CollectiveKind::AllGatherBackward),
+            CommTag::ReduceScatter => Some(CollectiveKind::ReduceScatter),
             _ => None,
         }
     }
@@ -61,8 +65,10 @@ impl CollectiveKind {
     }
 }
 
-/// `comm_type` tags of the FSDP pass's storage releases (`_FREES`).
-pub const FREE_TAGS: [&str; 2] = ["fsdp_reshard_free", "fsdp_reshard_free_backward"];
+/// Hash maps and sets over the planner's own ids and interned strings: a fast fixed-seed
+/// hasher (the keys come from the user's own dump, and iteration order never reaches output).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// Why the planner did what it did to one collective; the strings are the reference's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -240,7 +246,7 @@ pub struct Candidate {
     pub launch: NodeId,
     pub wait: NodeId,
     pub source: NodeId,
-    pub param_name: String,
+    pub param_name: Arc<str>,
     pub state_idx: i128,
     pub kind: CollectiveKind,
     pub backward: bool,
@@ -252,8 +258,8 @@ pub struct Candidate {
     /// One of the four planned dtypes (`torch.float32`, ...).
     pub dtype: &'static str,
     pub device: Arc<str>,
-    pub input_shape: Vec<i128>,
-    pub output_shape: Vec<i128>,
+    pub input_shape: Arc<[i128]>,
+    pub output_shape: Arc<[i128]>,
     /// Graph position of the input.
     pub ready: NodeId,
     /// Graph position of the earliest real consumer of the waited result.
@@ -495,14 +501,19 @@ impl<G: Borrow<Graph>> Planner<G> {
             .signature
             .is_none()
             .then(report::SignatureHasher::default);
-        let mut barriers = buckets::BarrierBuilder::with_capacity(view.len());
-        let mut preparer = candidates::Preparer::default();
-        for (id, node) in view.nodes().iter().enumerate() {
-            if let Some(hasher) = signature.as_mut() {
+        if let Some(hasher) = signature.as_mut() {
+            for node in view.nodes() {
                 hasher.add(node);
             }
-            barriers.visit(view, id, node);
-            preparer.visit(view, id, node);
+        }
+        // Everything else reads the nodes' compact facts; only tagged collectives and
+        // reshard frees are looked at in full.
+        let barriers = buckets::Barriers::new(view);
+        let mut preparer = candidates::Preparer::default();
+        for (id, facts) in view.all_facts().iter().enumerate() {
+            if let Some(kind) = CollectiveKind::from_tag(facts.tag) {
+                preparer.visit(view, id, kind);
+            }
         }
         let signature = match signature {
             Some(hasher) => hasher.finish(),
@@ -510,7 +521,7 @@ impl<G: Borrow<Graph>> Planner<G> {
         };
         Planner {
             graph,
-            barriers: barriers.finish(),
+            barriers,
             tagged: preparer.tagged,
             param_names: preparer.names,
             signature,
@@ -538,6 +549,7 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
     let scan = candidates::scan(&planner.tagged, &planner.param_names, args);
     let candidates::ScanResult {
         candidates,
+        groups,
         wire,
         scopes,
         mut decisions,
@@ -547,14 +559,24 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
     let mut buckets = buckets::physical_buckets(
         graph,
         &planner.barriers,
-        &planner.tagged,
-        candidates,
+        buckets::Admissions {
+            admitted: &candidates,
+            tagged: &planner.tagged,
+            scopes: &scopes,
+            groups: &groups,
+            param_names: &planner.param_names,
+        },
         &args.policy,
         &mut decisions,
     );
     let signature = planner.signature.clone();
+    let prefix = format!("{}:bucket_", signature.get(..12).unwrap_or(&signature));
     for (index, bucket) in buckets.iter_mut().enumerate() {
-        bucket.bucket_id = format!("{}:bucket_{index}", &signature[..12]);
+        use std::fmt::Write;
+        let mut id = String::with_capacity(prefix.len() + 8);
+        id.push_str(&prefix);
+        let _ = write!(id, "{index}");
+        bucket.bucket_id = id;
     }
     let unmatched_module_paths = if args.module_plans.is_some() {
         candidates::unmatched_module_paths(&scopes, &planner.param_names)

@@ -32,7 +32,7 @@ fn uint(value: u128) -> PyValue {
 /// `Candidate.describe()`.
 pub fn describe_candidate(candidate: &Candidate) -> PyValue {
     dict([
-        ("param_name", PyValue::Str(candidate.param_name.clone())),
+        ("param_name", PyValue::Str(candidate.param_name.to_string())),
         ("state_idx", PyValue::Int(candidate.state_idx)),
         ("kind", PyValue::Str(candidate.kind.as_str().into())),
         ("backward", PyValue::Bool(candidate.backward)),
