@@ -3,7 +3,7 @@
 
 use crate::graph::NameTable;
 use crate::value::{
-    kind_of, skip_map, skip_seq, Context, DecodeError, DecodeScratch, KeySeed, Kind, NodeRef,
+    kind_of, skip_map, skip_seq, Context, DecodeError, DecodeScratch, Key, KeySeed, Kind, NodeRef,
     PyValue, Skip,
 };
 use indexmap::IndexMap;
@@ -55,8 +55,8 @@ pub struct Node {
     /// Canonical target name (`aten.mm.default`, `_operator.getitem`, ...).
     pub target: String,
     pub args: Vec<PyValue>,
-    pub kwargs: IndexMap<String, PyValue>,
-    pub meta: IndexMap<String, PyValue>,
+    pub kwargs: crate::value::Dict,
+    pub meta: crate::value::Dict,
     /// Whether the result aliases an input without writing it; `None` when not recorded.
     pub alias: Option<bool>,
     /// `node.is_impure()` in the exporting PyTorch; `None` when not recorded.
@@ -130,7 +130,7 @@ impl Node {
 /// `map.get(key)`. Node metadata has a handful of keys: comparing them in place is cheaper
 /// than hashing the key and chasing the table, and the planner and classifier look up several
 /// keys on every collective.
-pub fn lookup<'a>(map: &'a IndexMap<String, PyValue>, key: &str) -> Option<&'a PyValue> {
+pub fn lookup<'a>(map: &'a crate::value::Dict, key: &str) -> Option<&'a PyValue> {
     if map.len() <= 16 {
         map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
     } else {
@@ -202,8 +202,34 @@ impl fmt::Display for DumpError {
 
 impl std::error::Error for DumpError {}
 
+/// Receives each node as soon as it has been read and checked, in graph order, while it is
+/// still in cache. Per-node passes (the graph's facts and input lists, the planner's local
+/// checks) run here rather than walking a large dump again afterwards. Arguments' node
+/// references are resolved when a node arrives (they name earlier nodes); references in its
+/// metadata are resolved only once every node is read.
+pub trait NodeSink {
+    /// A `nodes` array begins: forget any nodes received. (A document that repeats the key
+    /// is read as JSON reads it: the last array counts.)
+    fn begin(&mut self);
+
+    fn node(&mut self, index: usize, node: &Node);
+}
+
+/// No per-node pass.
+impl NodeSink for () {
+    fn begin(&mut self) {}
+
+    fn node(&mut self, _: usize, _: &Node) {}
+}
+
 /// Reads a dump from its bytes (JSON, or gzip-compressed JSON recognised by its magic bytes).
 pub fn read_dump(bytes: &[u8]) -> Result<Dump, DumpError> {
+    read_dump_into(bytes, &mut ())
+}
+
+/// [`read_dump`], handing each node to `sink` as it is read. When reading fails, what the
+/// sink gathered is meaningless.
+pub fn read_dump_into(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
     let inflated;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
         inflated = gunzip(bytes)?;
@@ -213,7 +239,7 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump, DumpError> {
     };
     // As `serde_json::from_slice`: the value, then nothing but whitespace.
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let document = Tolerant(DocumentWant)
+    let document = Tolerant(DocumentWant(sink))
         .deserialize(&mut deserializer)
         .and_then(|document| deserializer.end().map(|()| document))
         .map_err(|e| DumpError::Json {
@@ -630,7 +656,7 @@ fn read_node(i: usize, item: J, index: &dyn Fn(&str) -> Option<usize>) -> Result
                 let mut decoded = PyValue::decode(value, Context::Args)
                     .map_err(|e| err(&format!("{field}{}", e.path), e.message))?;
                 resolve(&mut decoded, &field)?;
-                kwargs.insert(key, decoded);
+                kwargs.insert(key.into(), decoded);
             }
         }
         Some(other) => {
@@ -647,7 +673,7 @@ fn read_node(i: usize, item: J, index: &dyn Fn(&str) -> Option<usize>) -> Result
             for (key, value) in entries {
                 let decoded = PyValue::decode(value, Context::Meta)
                     .map_err(|e| err(&format!("meta[{key:?}]{}", e.path), e.message))?;
-                meta.insert(key, decoded);
+                meta.insert(key.into(), decoded);
             }
             meta
         }
@@ -971,7 +997,7 @@ impl<'de> Want<'de> for KwargsWant<'_> {
 struct MetaWant<'s>(&'s DecodeScratch);
 
 impl<'de> Want<'de> for MetaWant<'_> {
-    type Out = (IndexMap<String, PyValue>, usize);
+    type Out = (crate::value::Dict, usize);
 
     fn null(self) -> Slot<Self::Out> {
         Slot::Got((IndexMap::new(), 0))
@@ -985,7 +1011,7 @@ impl<'de> Want<'de> for MetaWant<'_> {
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let decoded = map.next_value_seed(seed)?;
             // Metadata never fails to decode.
-            scratch.push_entry(key.into_owned(), decoded.value.unwrap_or(PyValue::None));
+            scratch.push_entry(Key::from(&*key), decoded.value.unwrap_or(PyValue::None));
         }
         let out = scratch.take_map(mark);
         Ok(Slot::Got((out, scratch.meta_refs.get() - refs_before)))
@@ -1037,7 +1063,7 @@ struct RawNode<'de> {
     target: Slot<Cow<'de, str>>,
     args: Slot<Result<Vec<PyValue>, DecodeError>>,
     kwargs: Slot<RawKwargs>,
-    meta: Slot<(IndexMap<String, PyValue>, usize)>,
+    meta: Slot<(crate::value::Dict, usize)>,
     alias: Slot<Option<bool>>,
     impure: Slot<Option<bool>>,
     repr: Slot<Option<RawRepr<'de>>>,
@@ -1094,9 +1120,9 @@ struct ParsedNodes {
     signature: crate::signature::SignatureHasher,
 }
 
-struct NodesWant;
+struct NodesWant<'s>(&'s mut dyn NodeSink);
 
-impl<'de> Want<'de> for NodesWant {
+impl<'de> Want<'de> for NodesWant<'_> {
     type Out = ParsedNodes;
 
     fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Slot<Self::Out>, A::Error> {
@@ -1108,6 +1134,7 @@ impl<'de> Want<'de> for NodesWant {
             signature: crate::signature::SignatureHasher::default(),
         };
         let scratch = DecodeScratch::default();
+        self.0.begin();
         let mut i = 0;
         while let Some(raw) = seq.next_element_seed(Tolerant(NodeWant(&scratch)))? {
             let lookup = |name: &str| parsed.index.find(&parsed.nodes, name);
@@ -1128,6 +1155,7 @@ impl<'de> Want<'de> for NodesWant {
                         // Hashed now, while the node is in cache (references in its
                         // metadata print as names, resolved or not).
                         parsed.signature.add(&node);
+                        self.0.node(i, &node);
                         parsed.nodes.push(node);
                         parsed.index.insert(&parsed.nodes, i);
                         if meta_refs > 0 {
@@ -1180,9 +1208,9 @@ struct RawDocument {
     nodes: Option<NodesInput>,
 }
 
-struct DocumentWant;
+struct DocumentWant<'s>(&'s mut dyn NodeSink);
 
-impl<'de> Want<'de> for DocumentWant {
+impl<'de> Want<'de> for DocumentWant<'_> {
     type Out = RawDocument;
 
     fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
@@ -1193,11 +1221,13 @@ impl<'de> Want<'de> for DocumentWant {
         while let Some(key) = map.next_key_seed(KeySeed)? {
             match key.as_ref() {
                 "nodes" => {
-                    document.nodes = Some(match map.next_value_seed(Tolerant(NodesWant))? {
-                        Slot::Got(parsed) => NodesInput::Parsed(parsed),
-                        Slot::Wrong(kind) => NodesInput::Wrong(kind.describe()),
-                        Slot::Missing => NodesInput::Wrong(Kind::Null.describe()),
-                    })
+                    document.nodes = Some(
+                        match map.next_value_seed(Tolerant(NodesWant(&mut *self.0)))? {
+                            Slot::Got(parsed) => NodesInput::Parsed(parsed),
+                            Slot::Wrong(kind) => NodesInput::Wrong(kind.describe()),
+                            Slot::Missing => NodesInput::Wrong(Kind::Null.describe()),
+                        },
+                    )
                 }
                 "format" | "version" | "group_ranks" | "modules" | "state_fqns" | "source"
                 | "planner" => {
@@ -1329,7 +1359,7 @@ fn check_node<'de>(
                     value.map_err(|e| err(&format!("{}{}", field(), e.path), e.message))?;
                 resolve_arg_refs(&mut decoded, lookup, is_output, field)
                     .map_err(|(path, message)| err(&path, message))?;
-                kwargs.insert(key, decoded);
+                kwargs.insert(key.into(), decoded);
             }
         }
         Slot::Wrong(kind) => {

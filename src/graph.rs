@@ -1,7 +1,7 @@
 //! The graph view over a dump: node order, inputs, users, and the helper predicates the
 //! planner imports (`planner-helpers.md`), computed once per node.
 
-use crate::dump::{Dump, Node, Op};
+use crate::dump::{Dump, Node, NodeSink, Op};
 use crate::value::PyValue;
 use std::sync::OnceLock;
 
@@ -148,53 +148,104 @@ pub struct Graph {
     facts: Vec<NodeFacts>,
 }
 
-impl Graph {
-    pub fn new(dump: Dump) -> Graph {
+/// Builds a [`Graph`]'s per-node parts (facts and input lists) one node at a time, in graph
+/// order: from a dump already in memory ([`Graph::new`]) or as the reader's [`NodeSink`]
+/// while each node is still in cache ([`crate::dump::read_dump_into`]).
+#[derive(Default)]
+pub struct GraphBuilder {
+    /// Input references at or beyond this position are no inputs; `None` while reading,
+    /// where a node's arguments can only name earlier nodes.
+    known_len: Option<usize>,
+    input_start: Vec<usize>,
+    input_list: Vec<NodeId>,
+    /// Users per node, counted as inputs arrive; one extra slot for the offsets.
+    user_count: Vec<usize>,
+    facts: Vec<NodeFacts>,
+    /// `last_reader[i]` is the last node that listed node `i` as an input: inputs are
+    /// deduplicated in constant time, even for an output node that reads every gradient.
+    last_reader: Vec<usize>,
+}
+
+impl GraphBuilder {
+    /// For the nodes of a dump of `count` nodes, which may refer to later nodes.
+    fn for_dump(count: usize) -> GraphBuilder {
+        GraphBuilder {
+            known_len: Some(count),
+            input_start: Vec::with_capacity(count + 1),
+            input_list: Vec::with_capacity(count * 2),
+            user_count: vec![0; count + 1],
+            facts: Vec::with_capacity(count),
+            last_reader: vec![usize::MAX; count],
+        }
+    }
+
+    /// The facts of node `id`, once added.
+    pub fn facts(&self, id: NodeId) -> Option<NodeFacts> {
+        self.facts.get(id).copied()
+    }
+
+    /// Adds the next node.
+    pub fn add(&mut self, node: &Node) -> NodeFacts {
+        let id = self.facts.len();
+        if self.input_start.is_empty() {
+            self.input_start.push(0);
+        }
+        let bound = self.known_len.unwrap_or(id);
+        if self.last_reader.len() <= id {
+            self.last_reader.resize(id + 1, usize::MAX);
+            self.user_count.resize(id + 2, 0);
+        }
+        let start = self.input_list.len();
+        let mut inputs = InputCollector {
+            reader: id,
+            bound,
+            last_reader: &mut self.last_reader,
+            out: &mut self.input_list,
+        };
+        for value in node.args.iter().chain(node.kwargs.values()) {
+            inputs.collect(value);
+        }
+        for &input in &self.input_list[start..] {
+            self.user_count[input] += 1;
+        }
+        self.input_start.push(self.input_list.len());
+        let facts = node_facts(node);
+        self.facts.push(facts);
+        facts
+    }
+
+    /// The graph over `dump`, whose nodes must be the ones added, in order; otherwise the
+    /// graph is built again from the dump.
+    pub fn finish(self, dump: Dump) -> Graph {
         let count = dump.nodes.len();
-        let mut input_start = Vec::with_capacity(count + 1);
-        let mut input_list = Vec::with_capacity(count * 2);
-        let mut user_count = vec![0usize; count + 1];
-        let mut facts = Vec::with_capacity(count);
-        input_start.push(0);
-        // `last_reader[i]` is the last node that listed node `i` as an input: inputs are
-        // deduplicated in constant time, even for an output node that reads every gradient.
-        let mut last_reader = vec![usize::MAX; count];
-        for (id, node) in dump.nodes.iter().enumerate() {
-            let mut inputs = InputCollector {
-                reader: id,
-                last_reader: &mut last_reader,
-                out: &mut input_list,
-            };
-            for value in node.args.iter().chain(node.kwargs.values()) {
-                inputs.collect(value);
-            }
-            let start = input_start[id];
-            for &input in &input_list[start..] {
-                if input < count {
-                    user_count[input] += 1;
-                }
-            }
-            input_start.push(input_list.len());
-            facts.push(node_facts(node));
+        if self.facts.len() != count {
+            return Graph::new(dump);
+        }
+        let GraphBuilder {
+            mut input_start,
+            input_list,
+            user_count,
+            facts,
+            ..
+        } = self;
+        if input_start.is_empty() {
+            input_start.push(0);
         }
         // Users: counts to offsets, then each node appended to its inputs' lists in graph
         // order, so every list is sorted as `node.users` is.
         let mut user_start = Vec::with_capacity(count + 1);
         let mut total = 0;
-        for c in &user_count {
+        for c in user_count.iter().take(count) {
             user_start.push(total);
             total += c;
         }
-        user_start.truncate(count + 1);
-        let mut cursor = user_count;
-        cursor.copy_from_slice(&user_start);
+        user_start.push(total);
+        let mut cursor = user_start.clone();
         let mut user_list = vec![0; total];
         for id in 0..count {
             for &input in &input_list[input_start[id]..input_start[id + 1]] {
-                if input < count {
-                    user_list[cursor[input]] = id;
-                    cursor[input] += 1;
-                }
+                user_list[cursor[input]] = id;
+                cursor[input] += 1;
             }
         }
         Graph {
@@ -206,6 +257,29 @@ impl Graph {
             user_list,
             facts,
         }
+    }
+}
+
+impl NodeSink for GraphBuilder {
+    fn begin(&mut self) {
+        *self = GraphBuilder::default();
+    }
+
+    fn node(&mut self, index: usize, node: &Node) {
+        // The reader hands nodes over in order; anything else is rebuilt by `finish`.
+        if index == self.facts.len() {
+            self.add(node);
+        }
+    }
+}
+
+impl Graph {
+    pub fn new(dump: Dump) -> Graph {
+        let mut builder = GraphBuilder::for_dump(dump.nodes.len());
+        for node in &dump.nodes {
+            builder.add(node);
+        }
+        builder.finish(dump)
     }
 
     pub fn nodes(&self) -> &[Node] {
@@ -297,9 +371,8 @@ impl Graph {
             let node = self.node(id);
             let only_user = self.users(id) == [previous];
             let reshapes = node.op == Op::CallFunction
-                && RS_LAYOUT_OPS
-                    .iter()
-                    .any(|(ns, op)| target_is_op(&node.target, ns, op));
+                && split_op(&node.target)
+                    .is_some_and(|(ns, op, _)| RS_LAYOUT_OPS.contains(&(ns, op)));
             if !(only_user && reshapes) || chain.contains(&id) {
                 break;
             }
@@ -311,10 +384,11 @@ impl Graph {
     }
 }
 
-/// Appends the distinct node references in `value` to `out[start..]`.
 /// Appends one node's distinct input nodes, in first-reference order (`all_input_nodes`).
 struct InputCollector<'a> {
     reader: NodeId,
+    /// References at or beyond this position are no inputs.
+    bound: usize,
     last_reader: &'a mut [usize],
     out: &'a mut Vec<NodeId>,
 }
@@ -325,7 +399,9 @@ impl InputCollector<'_> {
             PyValue::Node(r) => {
                 // A resolved index is a position in the dump; one that is not (a dump
                 // assembled by hand) is no input.
-                let Some(index) = r.index else { return };
+                let Some(index) = r.index.filter(|i| *i < self.bound) else {
+                    return;
+                };
                 if let Some(seen) = self.last_reader.get_mut(index) {
                     if *seen != self.reader {
                         *seen = self.reader;

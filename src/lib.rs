@@ -7,6 +7,7 @@
 pub mod dump;
 pub mod graph;
 pub mod identity;
+pub mod key;
 pub mod planner;
 pub mod pyjson;
 pub mod signature;
@@ -97,8 +98,9 @@ pub fn read_and_plan(
         Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
         None => None,
     };
-    let graph = Graph::new(read_dump(dump).map_err(PlanFailure::Dump)?);
-    let planner_args = resolve_args(&graph, args.as_ref());
-    let plan = plan(&graph, &planner_args).map_err(PlanFailure::Args)?;
-    Ok((graph, plan))
+    let planner: planner::Planner<Graph> =
+        planner::read_prepared(dump).map_err(PlanFailure::Dump)?;
+    let planner_args = resolve_args(planner.graph(), args.as_ref());
+    let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
+    Ok((planner.into_graph(), plan))
 }

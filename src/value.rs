@@ -6,6 +6,7 @@
 //! `torch.device` is not a `str`, truthiness), so the port keeps them apart instead of
 //! flattening everything into JSON.
 
+pub use crate::key::Key;
 use indexmap::IndexMap;
 use serde::de;
 use std::borrow::Cow;
@@ -22,7 +23,7 @@ pub enum PyValue {
     Str(String),
     /// A tuple, list or `torch.Size`: JSON does not tell them apart.
     List(Vec<PyValue>),
-    Dict(IndexMap<String, PyValue>),
+    Dict(Dict),
     /// An `fx.Node`, by name. `index` is its graph position when the name resolves.
     Node(NodeRef),
     /// A `torch.dtype`, as `str(dtype)` (`"torch.float32"`).
@@ -36,6 +37,9 @@ pub enum PyValue {
     /// A tensor summary `{"shape", "dtype", "device"}`.
     Tensor(Box<PyValue>),
 }
+
+/// A Python `dict` with `str` keys, in insertion order (also a node's `kwargs` and `meta`).
+pub type Dict = IndexMap<Key, PyValue>;
 
 /// A reference to a node by name, resolved to its position when it exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,7 +132,7 @@ impl PyValue {
             J::Array(items) => PyValue::List(items.iter().map(PyValue::from_plain_json).collect()),
             J::Object(map) => PyValue::Dict(
                 map.iter()
-                    .map(|(k, v)| (k.clone(), PyValue::from_plain_json(v)))
+                    .map(|(k, v)| (Key::from(k), PyValue::from_plain_json(v)))
                     .collect(),
             ),
         }
@@ -150,7 +154,7 @@ impl PyValue {
         }
     }
 
-    pub fn as_dict(&self) -> Option<&IndexMap<String, PyValue>> {
+    pub fn as_dict(&self) -> Option<&Dict> {
         match self {
             PyValue::Dict(d) => Some(d),
             _ => None,
@@ -445,7 +449,7 @@ pub(crate) fn decode_at(
                 path.push_str(&format!("[{}]", py_repr_str(&key)));
                 let decoded = decode_at(inner, context, path)?;
                 path.truncate(len);
-                out.insert(key, decoded);
+                out.insert(key.into(), decoded);
             }
             PyValue::Dict(out)
         }
@@ -505,7 +509,7 @@ fn decode_single(
             let decoded = decode_at(inner, context, path)?;
             path.truncate(len);
             let mut map = IndexMap::with_capacity(1);
-            map.insert(key, decoded);
+            map.insert(key.into(), decoded);
             Ok(PyValue::Dict(map))
         }
     }
@@ -685,7 +689,7 @@ pub(crate) struct DecodeScratch {
     /// metadata of nodes without any).
     pub(crate) meta_refs: Cell<usize>,
     items: RefCell<Vec<PyValue>>,
-    entries: RefCell<Vec<(String, PyValue)>>,
+    entries: RefCell<Vec<(Key, PyValue)>>,
 }
 
 impl DecodeScratch {
@@ -701,13 +705,13 @@ impl DecodeScratch {
         self.entries.borrow().len()
     }
 
-    pub(crate) fn push_entry(&self, key: String, value: PyValue) {
+    pub(crate) fn push_entry(&self, key: Key, value: PyValue) {
         self.entries.borrow_mut().push((key, value));
     }
 
     /// The entries gathered since `mark` as a map: as a `serde_json::Map`, a repeated key keeps
     /// its first position and its last value.
-    pub(crate) fn take_map(&self, mark: usize) -> IndexMap<String, PyValue> {
+    pub(crate) fn take_map(&self, mark: usize) -> Dict {
         let mut entries = self.entries.borrow_mut();
         let mut map = IndexMap::with_capacity(entries.len() - mark);
         map.extend(entries.drain(mark..));
@@ -868,7 +872,7 @@ impl DecodeSeed<'_> {
                 let segment = format!("[{}]", py_repr_str(&key));
                 let value = decoded.value.map_err(|e| prefixed(segment, e))?;
                 let mut map = IndexMap::with_capacity(1);
-                map.insert(key.into_owned(), value);
+                map.insert(Key::from(&*key), value);
                 Ok(PyValue::Dict(map))
             }
         }
@@ -961,13 +965,13 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
             let mut last_kind;
             let mark = self.scratch.entries_mark();
             if let Entry::Decoded(d) = entry {
-                self.scratch.push_entry(first.into_owned(), meta_value(d));
+                self.scratch.push_entry(Key::from(&*first), meta_value(d));
             }
             loop {
                 let decoded = map.next_value_seed(self)?;
                 last_kind = decoded.kind;
                 self.scratch
-                    .push_entry(key.into_owned(), meta_value(decoded));
+                    .push_entry(Key::from(&*key), meta_value(decoded));
                 match map.next_key_seed(KeySeed)? {
                     Some(next) => key = next,
                     None => break,
@@ -978,7 +982,7 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
                 // Every entry had the same key: the survivor is the last one decoded.
                 let (key, value) = out.pop().expect("one entry");
                 let entry = Entry::Decoded(Decoded::ok(value, last_kind));
-                return done(self.single(Cow::Owned(key), entry));
+                return done(self.single(Cow::Borrowed(key.as_str()), entry));
             }
             return done(Ok(PyValue::Dict(out)));
         }
@@ -1014,7 +1018,7 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
                     }
                 }
             };
-            out.insert(key, value);
+            out.insert(Key::from(key), value);
         }
         done(Ok(PyValue::Dict(out)))
     }

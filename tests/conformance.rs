@@ -1,7 +1,8 @@
 //! Runs every case of the shared conformance corpus through the library: each
 //! `cases/<case>/` (dump + args → the reference's exact report or ValueError message) and each
 //! `validate/<case>/` (rank reports → `validate_group_plans`'s verdict). Reports must equal the
-//! reference's as JSON values and byte for byte. Prints `N passed, M failed`.
+//! reference's as JSON values and byte for byte, by the library's one-pass read-and-prepare
+//! route and by the two-pass one. Prints `N passed, M failed`.
 
 mod common;
 
@@ -76,6 +77,9 @@ fn plan_case(case: &Path) -> Result<(), String> {
             if report.as_bytes() != expected_text.as_slice() {
                 return Err("equal as JSON but not byte for byte".into());
             }
+            if two_pass_report(&dump, &args)? != report {
+                return Err("reading for planning and planning a read graph disagree".into());
+            }
             Ok(())
         }
         (Err(PlanFailure::Args(error)), Some(kind)) => {
@@ -91,6 +95,18 @@ fn plan_case(case: &Path) -> Result<(), String> {
         (Ok(_), Some(kind)) => Err(format!("expected {kind}, got a report")),
         (Err(e), _) => Err(format!("unexpected failure: {e}")),
     }
+}
+
+/// The report by the unfused route: read the dump, build the graph, then prepare the planner
+/// over it (the library reads and prepares in one pass).
+fn two_pass_report(dump: &[u8], args: &[u8]) -> Result<String, String> {
+    let graph = commlens::Graph::new(commlens::read_dump(dump).map_err(|e| e.to_string())?);
+    let args = commlens::parse_args_json(args)?;
+    let planner = commlens::planner::Planner::new(&graph);
+    let plan = planner
+        .plan(&commlens::resolve_args(&graph, Some(&args)))
+        .map_err(|e| e.message)?;
+    Ok(commlens::planner::report::plan_to_json(&plan, &graph))
 }
 
 fn validate_case(case: &Path) -> Result<(), String> {

@@ -175,7 +175,7 @@ mod tests {
         PyValue::Dict(
             items
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
+                .map(|(k, v)| (crate::value::Key::from(*k), v.clone()))
                 .collect::<IndexMap<_, _>>(),
         )
     }

@@ -53,7 +53,7 @@ pub fn read_provenance(node: &Node) -> Option<Provenance> {
             let (members, pass_name) = entry_names(value);
             if !members.is_empty() {
                 return Some(Provenance {
-                    key: key.clone(),
+                    key: key.to_string(),
                     members,
                     pass_name,
                 });

@@ -402,7 +402,7 @@ pub fn validate_group_ranks(
         let items: Vec<PyValue> = match ranks {
             PyValue::List(items) => items.clone(),
             PyValue::Str(s) => s.chars().map(|c| PyValue::Str(c.to_string())).collect(),
-            PyValue::Dict(m) => m.keys().map(|k| PyValue::Str(k.clone())).collect(),
+            PyValue::Dict(m) => m.keys().map(|k| PyValue::Str(k.to_string())).collect(),
             other => {
                 return Err(ArgError::type_error(format!(
                     "'{}' object is not iterable",
@@ -420,7 +420,7 @@ pub fn validate_group_ranks(
         if out.is_empty() {
             return Err(ArgError::value(message));
         }
-        groups.insert(group.clone(), out);
+        groups.insert(group.to_string(), out);
     }
     Ok(groups)
 }

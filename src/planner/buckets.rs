@@ -7,10 +7,9 @@
 //! planning grows near-linearly with graph size.
 
 use super::candidates::{Admitted, Groups, ScopeEntry, TaggedCollective};
-use super::{Action, Bucket, BucketPolicy, CompatibilityKey, Decision, FastMap, FastSet, Reason};
+use super::{Action, Bucket, BucketPolicy, Decision, FastMap, FastSet, Reason};
 use crate::dump::Op;
-use crate::graph::{is_free_tensor_storage, CommTag, Graph, NodeFacts, NodeId};
-use indexmap::IndexMap;
+use crate::graph::{CommTag, Graph, NodeFacts, NodeId};
 use std::sync::Arc;
 
 /// What the split checks need beyond each node's [`NodeFacts`], computed once per graph.
@@ -19,32 +18,29 @@ pub(crate) struct Barriers {
     /// it frees: the only kind of free a gather bucket may own.
     freed_wait: FastMap<NodeId, NodeId>,
     /// Next node at or after `i` that could stop a bucket of the given phase
-    /// (`[forward, backward]`); `len` when there is none.
-    next_stop: [Vec<usize>; 2],
+    /// (`[forward, backward]`); `len` when there is none. `u32` halves what a scan pulls
+    /// through the cache; a graph too large for it (empty lists) is scanned node by node.
+    next_stop: [Vec<u32>; 2],
 }
 
 impl Barriers {
-    /// One backward pass over the nodes' facts; only reshard frees are read in full.
-    pub(crate) fn new(graph: &Graph) -> Barriers {
+    /// One backward pass over the nodes' facts, with the reshard frees a bucket may own.
+    pub(crate) fn new(graph: &Graph, freed_wait: FastMap<NodeId, NodeId>) -> Barriers {
         let facts = graph.all_facts();
         let n = facts.len();
-        let mut freed_wait = FastMap::default();
-        let mut next_stop = [vec![n; n + 1], vec![n; n + 1]];
+        let Ok(end) = u32::try_from(n) else {
+            return Barriers {
+                freed_wait,
+                next_stop: [Vec::new(), Vec::new()],
+            };
+        };
+        let mut next_stop = [vec![end; n + 1], vec![end; n + 1]];
         for (i, f) in facts.iter().enumerate().rev() {
-            let free = f.tag == CommTag::ReshardFree;
-            if free {
-                let node = graph.node(i);
-                if is_free_tensor_storage(node) && node.kwargs.is_empty() && node.args.len() == 1 {
-                    if let Some(wait) = crate::dump::node_index(&node.args[0]) {
-                        freed_wait.insert(i, wait);
-                    }
-                }
-            }
-            let stops_both = free || f.barrier || f.collective;
+            let stops_both = f.tag == CommTag::ReshardFree || f.barrier || f.collective;
             for (slot, backward) in [false, true].into_iter().enumerate() {
                 let other_phase = phase(f).is_some_and(|p| p != backward);
                 next_stop[slot][i] = if stops_both || other_phase {
-                    i
+                    i as u32
                 } else {
                     next_stop[slot][i + 1]
                 };
@@ -57,6 +53,17 @@ impl Barriers {
     }
 }
 
+impl Barriers {
+    /// The first node at or after `i` that could stop a bucket of this phase (`i` itself
+    /// when the graph is too large to index).
+    fn next_stop(&self, backward: bool, i: NodeId) -> NodeId {
+        match self.next_stop[backward as usize].get(i) {
+            Some(&stop) => stop as NodeId,
+            None => i,
+        }
+    }
+}
+
 /// `bool(meta.autograd_backward)` for nodes that take part in the phase check.
 fn phase(facts: &NodeFacts) -> Option<bool> {
     (!matches!(facts.op, Op::Placeholder | Op::GetAttr | Op::Output)).then_some(facts.backward)
@@ -65,7 +72,7 @@ fn phase(facts: &NodeFacts) -> Option<bool> {
 /// What the split checks read of a candidate. The bucket loop works over these small copies;
 /// whole candidates move once, into their final bucket.
 #[derive(Clone, Copy, Debug)]
-struct Member {
+struct Member<'a> {
     /// Position in the plan's candidates.
     index: usize,
     /// Compatibility-key id: equal ids, equal keys.
@@ -80,11 +87,13 @@ struct Member {
     first_use: NodeId,
     backward: bool,
     reduce_scatter: bool,
+    /// The reduce-scatter's layout-preparation nodes.
+    preparation: &'a [NodeId],
 }
 
 /// The bucket being filled, with what its split checks need kept up to date.
-struct OpenBucket {
-    members: Vec<Member>,
+struct OpenBucket<'a> {
+    members: Vec<Member<'a>>,
     params: FastSet<usize>,
     state_indices: FastSet<i128>,
     size_bytes: u128,
@@ -98,8 +107,8 @@ struct OpenBucket {
     scanned_to: NodeId,
 }
 
-impl OpenBucket {
-    fn new() -> OpenBucket {
+impl<'a> OpenBucket<'a> {
+    fn new() -> OpenBucket<'a> {
         OpenBucket {
             members: Vec::new(),
             params: FastSet::default(),
@@ -115,7 +124,7 @@ impl OpenBucket {
     }
 
     /// Empties the bucket (keeping its allocations) and opens it with `first`.
-    fn start(&mut self, first: Member, preparation: &[NodeId]) {
+    fn start(&mut self, first: Member<'a>) {
         self.members.clear();
         self.params.clear();
         self.state_indices.clear();
@@ -126,10 +135,10 @@ impl OpenBucket {
         self.waits.clear();
         self.preparations.clear();
         self.scanned_to = first.launch + 1;
-        self.push(first, preparation);
+        self.push(first);
     }
 
-    fn push(&mut self, member: Member, preparation: &[NodeId]) {
+    fn push(&mut self, member: Member<'a>) {
         self.params.insert(member.param);
         self.state_indices.insert(member.state_idx);
         self.size_bytes = self.size_bytes.saturating_add(member.size_bytes);
@@ -137,7 +146,7 @@ impl OpenBucket {
         self.first_use = widen(self.first_use, member.first_use);
         self.launches.insert(member.launch);
         self.waits.insert(member.wait);
-        self.preparations.extend(preparation.iter().copied());
+        self.preparations.extend(member.preparation.iter().copied());
         self.scanned_to = self.scanned_to.max(member.launch);
         self.members.push(member);
     }
@@ -191,15 +200,13 @@ impl OpenBucket {
         graph: &Graph,
         barriers: &Barriers,
         candidate: &Member,
-        preparation: &[NodeId],
     ) -> Option<Reason> {
-        let slot = candidate.backward as usize;
-        let mut i = barriers.next_stop[slot][self.scanned_to.min(graph.len())];
+        let mut i = barriers.next_stop(candidate.backward, self.scanned_to);
         while i < candidate.launch {
-            if let Some(reason) = self.stop_reason(graph, barriers, candidate, preparation, i) {
+            if let Some(reason) = self.stop_reason(graph, barriers, candidate, i) {
                 return Some(reason);
             }
-            i = barriers.next_stop[slot][i + 1];
+            i = barriers.next_stop(candidate.backward, i + 1);
         }
         None
     }
@@ -210,10 +217,9 @@ impl OpenBucket {
         graph: &Graph,
         barriers: &Barriers,
         candidate: &Member,
-        preparation: &[NodeId],
         i: NodeId,
     ) -> Option<Reason> {
-        if self.preparations.contains(&i) || preparation.contains(&i) {
+        if self.preparations.contains(&i) || candidate.preparation.contains(&i) {
             // Only these default, private RS layout nodes are known pure here.
             return None;
         }
@@ -246,7 +252,7 @@ impl OpenBucket {
     }
 
     /// `_finalize_bucket`: members in `(state_idx, param_name)` order.
-    fn finish(&mut self, param_names: &[Arc<str>]) -> Vec<Member> {
+    fn finish(&mut self, param_names: &[Arc<str>]) -> Vec<Member<'a>> {
         let mut members = std::mem::take(&mut self.members);
         let name = |m: &Member| param_names.get(m.param).map_or("", |n| &**n);
         members.sort_by(|a, b| (a.state_idx, name(a)).cmp(&(b.state_idx, name(b))));
@@ -257,6 +263,32 @@ impl OpenBucket {
 /// `(min, max)` widened to include `value`.
 fn widen((lo, hi): (NodeId, NodeId), value: NodeId) -> (NodeId, NodeId) {
     (lo.min(value), hi.max(value))
+}
+
+/// A compatibility key ([`super::CompatibilityKey`]) by ids, equal exactly when the keys
+/// are: scopes by their first FQN, process groups by name (which fixes the ranks), devices by
+/// their interned string (one allocation per distinct device string in a graph).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct KeyParts {
+    kind: super::CollectiveKind,
+    backward: bool,
+    scope: usize,
+    group: usize,
+    dtype: &'static str,
+    device: usize,
+    reduce_op: Option<&'static str>,
+}
+
+/// Each scope's id by its first FQN: scopes with the same first FQN share one.
+fn first_fqn_ids(scopes: &[ScopeEntry]) -> Vec<usize> {
+    let mut ids: FastMap<&str, usize> = FastMap::default();
+    scopes
+        .iter()
+        .map(|scope| {
+            let next = ids.len();
+            *ids.entry(&scope.first).or_insert(next)
+        })
+        .collect()
 }
 
 /// The plan's admitted collectives with what they refer to.
@@ -285,17 +317,24 @@ pub(crate) fn physical_buckets(
         param_names,
     } = plan;
     // Keys get ids in first-seen order: the reference's dict of groups.
-    let mut key_ids: IndexMap<CompatibilityKey, usize, _> =
-        IndexMap::with_hasher(foldhash::fast::FixedState::default());
+    let mut key_ids: FastMap<KeyParts, usize> = FastMap::default();
+    let scope_ids = first_fqn_ids(scopes);
     let members: Vec<Member> = admitted
         .iter()
         .enumerate()
         .filter_map(|(index, a)| {
             let facts = a.facts(tagged)?;
+            let parts = KeyParts {
+                kind: tagged[a.tagged].kind,
+                backward: facts.backward,
+                scope: scope_ids[a.scope],
+                group: a.group,
+                dtype: facts.dtype,
+                device: Arc::as_ptr(&facts.device) as *const u8 as usize,
+                reduce_op: facts.reduce_op,
+            };
             let next = key_ids.len();
-            let key = *key_ids
-                .entry(a.key(tagged, scopes, groups)?)
-                .or_insert(next);
+            let key = *key_ids.entry(parts).or_insert(next);
             Some(Member {
                 index,
                 key,
@@ -308,6 +347,7 @@ pub(crate) fn physical_buckets(
                 first_use: facts.first_use,
                 backward: facts.backward,
                 reduce_scatter: tagged[a.tagged].kind.is_reduce_scatter(),
+                preparation: &facts.preparation,
             })
         })
         .collect();
@@ -325,12 +365,6 @@ pub(crate) fn physical_buckets(
         order[cursor[m.key]] = position;
         cursor[m.key] += 1;
     }
-    let preparation = |m: &Member| -> &[NodeId] {
-        admitted[m.index]
-            .facts(tagged)
-            .map_or(&[][..], |facts| &facts.preparation)
-    };
-
     let mut buckets: Vec<Vec<Member>> = Vec::new();
     let mut open = OpenBucket::new();
     for range in group_start.windows(2) {
@@ -339,14 +373,12 @@ pub(crate) fn physical_buckets(
             let member = members[position];
             let oversized = policy.cap_bytes.is_some_and(|cap| member.size_bytes > cap);
             if !filling {
-                open.start(member, preparation(&member));
+                open.start(member);
             } else {
                 let reason = open
                     .membership_reason(&member, policy)
                     .or_else(|| open.window_reason(&member, policy))
-                    .or_else(|| {
-                        open.intervening_reason(graph, barriers, &member, preparation(&member))
-                    });
+                    .or_else(|| open.intervening_reason(graph, barriers, &member));
                 match reason {
                     Some(reason) => {
                         let previous = open.members.last().map(|m| m.launch);
@@ -357,9 +389,9 @@ pub(crate) fn physical_buckets(
                             action: Action::Split,
                             reason,
                         });
-                        open.start(member, preparation(&member));
+                        open.start(member);
                     }
-                    None => open.push(member, preparation(&member)),
+                    None => open.push(member),
                 }
             }
             filling = true;
@@ -377,11 +409,15 @@ pub(crate) fn physical_buckets(
         }
     }
     // Model declaration order never silently reorders the collective stream.
-    buckets.sort_by_key(|b| b.iter().map(|m| m.launch).min().unwrap_or(0));
-    // Each candidate is built once, in its final bucket.
-    buckets
+    let mut by_first_launch: Vec<(NodeId, Vec<Member>)> = buckets
         .into_iter()
-        .map(|members| Bucket {
+        .map(|members| (members.iter().map(|m| m.launch).min().unwrap_or(0), members))
+        .collect();
+    by_first_launch.sort_by_key(|(first, _)| *first);
+    // Each candidate is built once, in its final bucket.
+    by_first_launch
+        .into_iter()
+        .map(|(_, members)| Bucket {
             bucket_id: String::new(),
             members: members
                 .iter()
@@ -395,7 +431,7 @@ pub(crate) fn physical_buckets(
 mod tests {
     use super::*;
 
-    fn member(key: usize, param: usize, state_idx: i128, launch: NodeId) -> Member {
+    fn member(key: usize, param: usize, state_idx: i128, launch: NodeId) -> Member<'static> {
         Member {
             index: 0,
             key,
@@ -408,6 +444,7 @@ mod tests {
             first_use: launch + 2,
             backward: false,
             reduce_scatter: false,
+            preparation: &[],
         }
     }
 
@@ -416,7 +453,7 @@ mod tests {
     #[test]
     fn membership_checks_key_then_parameter_then_capacity() {
         let mut open = OpenBucket::new();
-        open.start(member(0, 0, 0, 10), &[]);
+        open.start(member(0, 0, 0, 10));
         let policy = BucketPolicy::default();
         assert_eq!(
             open.membership_reason(&member(1, 0, 0, 20), &policy),

@@ -5,10 +5,10 @@
 //! ones (group ranks, module plans, parallel mode) to a compact array, in the reference's order.
 
 use super::args::{self, ValidatedArgs};
-use super::{Action, Candidate, CollectiveKind, CompatibilityKey, Decision, Reason, WireRecord};
+use super::{Action, Candidate, CollectiveKind, Decision, Reason, WireRecord};
 use super::{FastMap, FastSet};
 use crate::dump::{lookup, Node, Op};
-use crate::graph::{is_op, Graph, NodeId};
+use crate::graph::{is_free_tensor_storage, is_op, CommTag, Graph, NodeFacts, NodeId};
 use crate::value::PyValue;
 use indexmap::IndexMap;
 use std::sync::Arc;
@@ -59,6 +59,21 @@ pub(crate) struct Facts {
 #[derive(Default)]
 struct Strings(FastMap<Box<str>, Arc<str>>);
 
+/// Interned shapes: a model's layers repeat a handful of them.
+#[derive(Default)]
+struct Shapes(FastMap<Vec<i128>, Arc<[i128]>>);
+
+impl Shapes {
+    fn get(&mut self, shape: Vec<i128>) -> Arc<[i128]> {
+        if let Some(shared) = self.0.get(&shape) {
+            return shared.clone();
+        }
+        let shared: Arc<[i128]> = Arc::from(shape.as_slice());
+        self.0.insert(shape, shared.clone());
+        shared
+    }
+}
+
 impl Strings {
     fn get(&mut self, text: &str) -> Arc<str> {
         if let Some(shared) = self.0.get(text) {
@@ -107,37 +122,79 @@ impl<'a> PlannerMeta<'a> {
     }
 }
 
-/// Prepares every tagged collective of a graph, visited in graph order.
+/// A tagged collective after the checks its own node answers, waiting for the checks that
+/// need the graph's users ([`Preparer::finish`]).
+struct LocalCollective {
+    /// `late` holds the node-local outcome; on success its `wait`, `first_use` and
+    /// `preparation` are filled in by `finish`.
+    collective: TaggedCollective,
+}
+
+/// Prepares every tagged collective of a graph in two steps: what each node says of itself,
+/// taken in graph order (while the reader has the node in cache, when it reads for planning),
+/// then what needs the graph's users.
 #[derive(Default)]
 pub(crate) struct Preparer {
     strings: Strings,
-    params: FastMap<Arc<str>, usize>,
+    shapes: Shapes,
+    /// Parameter name to id.
+    params: FastMap<Box<str>, usize>,
     /// Distinct parameter names, by id.
-    pub names: Vec<Arc<str>>,
-    scratch: ConsumerScratch,
+    names: Vec<Arc<str>>,
+    local: Vec<LocalCollective>,
+    /// Nodes visited.
+    visited: usize,
+    /// Reshard frees that are exactly `_free_tensor_storage(wait)`, with the wait they free.
+    freed_wait: FastMap<NodeId, NodeId>,
+}
+
+/// The per-graph preparation, finished.
+pub(crate) struct Prepared {
     /// Tagged collectives in graph order.
     pub tagged: Vec<TaggedCollective>,
+    /// Distinct parameter names, by id.
+    pub names: Vec<Arc<str>>,
+    pub freed_wait: FastMap<NodeId, NodeId>,
 }
 
 impl Preparer {
-    /// Records node `id`, whose `comm_type` tags it as a collective of `kind`.
-    pub(crate) fn visit(&mut self, graph: &Graph, id: NodeId, kind: CollectiveKind) {
-        let node = graph.node(id);
+    /// The id of a parameter name, numbered in first-seen order.
+    fn param_id(&mut self, name: &str) -> usize {
+        if let Some(&id) = self.params.get(name) {
+            return id;
+        }
+        let id = self.names.len();
+        self.names.push(Arc::from(name));
+        self.params.insert(Box::from(name), id);
+        id
+    }
+
+    /// Takes what node `id` says of itself; nodes come in graph order.
+    pub(crate) fn visit(&mut self, id: NodeId, node: &Node, facts: NodeFacts) {
+        self.visited += 1;
+        if let Some(kind) = CollectiveKind::from_tag(facts.tag) {
+            self.visit_collective(id, node, kind, facts.backward);
+        } else if facts.tag == CommTag::ReshardFree
+            && is_free_tensor_storage(node)
+            && node.kwargs.is_empty()
+            && node.args.len() == 1
+        {
+            if let Some(wait) = crate::dump::node_index(&node.args[0]) {
+                self.freed_wait.insert(id, wait);
+            }
+        }
+    }
+
+    fn visit_collective(&mut self, id: NodeId, node: &Node, kind: CollectiveKind, backward: bool) {
         let meta = PlannerMeta::read(node);
-        let param_name = meta.param_name().map(|n| self.strings.get(n));
-        let param_id = param_name.as_ref().map(|name| {
-            *self.params.entry(name.clone()).or_insert_with(|| {
-                self.names.push(name.clone());
-                self.names.len() - 1
-            })
-        });
+        let param_id = meta.param_name().map(|name| self.param_id(name));
+        let param_name = param_id.map(|id| self.names[id].clone());
         let group_arg = node
             .args
             .last()
             .and_then(PyValue::as_str)
             .map(|g| self.strings.get(g));
         let arity = if kind.is_reduce_scatter() { 4 } else { 3 };
-        let backward = graph.facts(id).backward;
         let early = early_reason(node, &meta, kind, backward, arity);
         let (source_is_node, degree) = if early.is_none() {
             (
@@ -148,29 +205,62 @@ impl Preparer {
             (false, None)
         };
         let late = match (early, &group_arg) {
-            (None, Some(group)) => late_facts(
-                graph,
-                id,
+            (None, Some(group)) => local_facts(
+                node,
                 &meta,
                 kind,
+                backward,
                 group,
                 degree,
-                &mut self.strings,
-                &mut self.scratch,
+                (&mut self.strings, &mut self.shapes),
             ),
             _ => Err(Reason::UnknownProcessGroup),
         };
-        self.tagged.push(TaggedCollective {
-            node: id,
-            kind,
-            param_name,
-            param_id,
-            group_arg,
-            early,
-            source_is_node,
-            degree,
-            late,
+        self.local.push(LocalCollective {
+            collective: TaggedCollective {
+                node: id,
+                kind,
+                param_name,
+                param_id,
+                group_arg,
+                early,
+                source_is_node,
+                degree,
+                late,
+            },
         });
+    }
+
+    pub(crate) fn visited(&self) -> usize {
+        self.visited
+    }
+
+    /// The checks that need the graph's users, in the reference's order after the local ones.
+    pub(crate) fn finish(self, graph: &Graph) -> Prepared {
+        let mut scratch = ConsumerScratch::default();
+        let tagged = self
+            .local
+            .into_iter()
+            .map(|LocalCollective { mut collective }| {
+                if let Ok(facts) = collective.late.as_mut() {
+                    if let Err(reason) = structural_facts(
+                        graph,
+                        collective.node,
+                        collective.kind,
+                        facts,
+                        &mut scratch,
+                    ) {
+                        collective.late = Err(reason);
+                    }
+                }
+                collective
+            })
+            .collect();
+        Prepared {
+            tagged,
+            names: self.names,
+            freed_wait: self.freed_wait,
+        }
     }
 }
 
@@ -196,20 +286,19 @@ fn early_reason(
     None
 }
 
-/// The checks after the group lookup (`group_metadata_mismatch` onwards), all local to the
-/// node; `degree` only matters once the group check has passed, where it is a valid int.
-#[allow(clippy::too_many_arguments)]
-fn late_facts(
-    graph: &Graph,
-    id: NodeId,
+/// The checks after the group lookup that the node answers by itself
+/// (`group_metadata_mismatch` to `invalid_dim0_layout`); `degree` only matters once the group
+/// check has passed, where it is a valid int. The reduce op is read here and judged in
+/// [`structural_facts`], after the wait and consumer checks, as the reference orders them.
+fn local_facts(
+    node: &Node,
     meta: &PlannerMeta,
     kind: CollectiveKind,
+    backward: bool,
     group: &str,
     degree: Option<i128>,
-    strings: &mut Strings,
-    scratch: &mut ConsumerScratch,
+    (strings, shapes): (&mut Strings, &mut Shapes),
 ) -> Result<Facts, Reason> {
-    let node = graph.node(id);
     // `meta["comm_group"] != group`: only an equal `str` compares equal to a `str`.
     if let Some(comm_group) = meta.comm_group {
         if !matches!(comm_group, PyValue::Str(g) if g == group) {
@@ -235,6 +324,43 @@ fn late_facts(
         dtype,
         device,
     } = layout(kind, degree.unwrap_or(0), spec)?;
+    let reduce_op = if kind.is_reduce_scatter() {
+        match node.args[1].as_str() {
+            Some("sum") => Some("sum"),
+            Some("avg") => Some("avg"),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
+    let size_bytes = super::numel(&input_shape)
+        .max(super::numel(&output_shape))
+        .saturating_mul(super::itemsize(dtype));
+    Ok(Facts {
+        state_idx,
+        backward,
+        input_shape: shapes.get(input_shape),
+        output_shape: shapes.get(output_shape),
+        dtype,
+        size_bytes,
+        device: strings.get(device),
+        wait: 0,
+        source,
+        first_use: 0,
+        reduce_op,
+        preparation: Vec::new(),
+    })
+}
+
+/// The checks that follow the users (`unsupported_wait_users` onwards), completing `facts`.
+fn structural_facts(
+    graph: &Graph,
+    id: NodeId,
+    kind: CollectiveKind,
+    facts: &mut Facts,
+    scratch: &mut ConsumerScratch,
+) -> Result<(), Reason> {
     let waits = graph.users(id);
     if waits.len() != 1 || !graph.is_wait(waits[0]) {
         return Err(Reason::UnsupportedWaitUsers);
@@ -243,39 +369,18 @@ fn late_facts(
     let Some(consumers) = scratch.summarise(graph, wait) else {
         return Err(Reason::NoConsumer);
     };
-    let mut reduce_op = None;
     if kind.is_reduce_scatter() {
-        reduce_op = match node.args[1].as_str() {
-            Some("sum") => Some("sum"),
-            Some("avg") => Some("avg"),
-            _ => return Err(Reason::UnsupportedReduceOp),
-        };
+        if facts.reduce_op.is_none() {
+            return Err(Reason::UnsupportedReduceOp);
+        }
         if !consumers.all_output {
             return Err(Reason::NonOutputRsConsumer);
         }
+        facts.preparation = graph.rs_layout_preparation(id);
     }
-    let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
-    let size_bytes = super::numel(&input_shape)
-        .max(super::numel(&output_shape))
-        .saturating_mul(super::itemsize(dtype));
-    Ok(Facts {
-        state_idx,
-        backward: graph.facts(id).backward,
-        input_shape: Arc::from(input_shape),
-        output_shape: Arc::from(output_shape),
-        dtype,
-        size_bytes,
-        device: strings.get(device),
-        wait,
-        source,
-        first_use: consumers.first,
-        reduce_op,
-        preparation: if kind.is_reduce_scatter() {
-            graph.rs_layout_preparation(id)
-        } else {
-            Vec::new()
-        },
-    })
+    facts.wait = wait;
+    facts.first_use = consumers.first;
+    Ok(())
 }
 
 /// A static shape: a non-empty list of positive ints.
@@ -309,7 +414,7 @@ struct Layout<'a> {
 fn layout(
     kind: CollectiveKind,
     degree: i128,
-    spec: &IndexMap<String, PyValue>,
+    spec: &crate::value::Dict,
 ) -> Result<Layout<'_>, Reason> {
     let input = static_shape(lookup(spec, "input_shape"));
     let output = static_shape(lookup(spec, "output_shape"));
@@ -424,7 +529,7 @@ impl ConsumerScratch {
                     }
                 } else {
                     first = Some(first.map_or(user, |f| f.min(user)));
-                    all_output &= graph.node(user).op == Op::Output;
+                    all_output &= graph.facts(user).op == Op::Output;
                 }
             }
         }
@@ -625,27 +730,6 @@ impl Admitted {
     /// The prepared facts; every admitted collective has them.
     pub(crate) fn facts<'a>(&self, tagged: &'a [TaggedCollective]) -> Option<&'a Facts> {
         tagged[self.tagged].late.as_ref().ok()
-    }
-
-    /// The compatibility key, as `Candidate::key` would build it.
-    pub(crate) fn key(
-        &self,
-        tagged: &[TaggedCollective],
-        scopes: &[ScopeEntry],
-        groups: &Groups,
-    ) -> Option<CompatibilityKey> {
-        let facts = self.facts(tagged)?;
-        let (group, ranks) = &groups.entries[self.group];
-        Some(CompatibilityKey {
-            kind: tagged[self.tagged].kind,
-            backward: facts.backward,
-            scope: scopes[self.scope].first.clone(),
-            group: group.clone(),
-            ranks: ranks.clone(),
-            dtype: facts.dtype,
-            device: facts.device.clone(),
-            reduce_op: facts.reduce_op,
-        })
     }
 
     /// The full candidate (`_candidate`'s result).

@@ -14,7 +14,8 @@ pub mod report;
 
 pub use candidates::is_torch_device;
 
-use crate::graph::{CommTag, Graph, NodeId};
+use crate::dump::{read_dump_into, DumpError, Node, NodeSink};
+use crate::graph::{CommTag, Graph, GraphBuilder, NodeId};
 use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
@@ -462,6 +463,44 @@ impl BucketPlan {
     }
 }
 
+/// Reads a dump and prepares it for planning in the same pass: each node's graph facts,
+/// inputs and planner-local checks are taken while the reader has it in cache, so what is
+/// left touches only compact per-node facts and the tagged collectives' users. The result is
+/// the same as `Planner::new(Graph::new(read_dump(bytes)?))`.
+pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
+    bytes: &[u8],
+) -> Result<Planner<G>, DumpError> {
+    struct Sink {
+        graph: GraphBuilder,
+        planner: candidates::Preparer,
+    }
+    impl NodeSink for Sink {
+        fn begin(&mut self) {
+            self.graph.begin();
+            self.planner = candidates::Preparer::default();
+        }
+
+        fn node(&mut self, index: usize, node: &Node) {
+            self.graph.node(index, node);
+            if let Some(facts) = self.graph.facts(index) {
+                self.planner.visit(index, node, facts);
+            }
+        }
+    }
+    let mut sink = Sink {
+        graph: GraphBuilder::default(),
+        planner: candidates::Preparer::default(),
+    };
+    let dump = read_dump_into(bytes, &mut sink)?;
+    let count = dump.nodes.len();
+    let graph = sink.graph.finish(dump);
+    if sink.planner.visited() != count {
+        // Not every node reached the sink in order: prepare from the graph instead.
+        return Ok(Planner::new(G::from(graph)));
+    }
+    Ok(Planner::prepared(G::from(graph), sink.planner))
+}
+
 /// Plans buckets for a graph: validates the arguments (reference order and messages), then
 /// runs `plan_fsdp_buckets`. To plan one graph many times (live re-planning), keep a
 /// [`Planner`].
@@ -492,44 +531,50 @@ pub struct Planner<G: Borrow<Graph>> {
 
 impl<G: Borrow<Graph>> Planner<G> {
     pub fn new(graph: G) -> Planner<G> {
-        // One pass over the nodes: each is classified for the split scans and (when tagged)
-        // checked as a candidate while it is in cache. The reader hashed the signature while
-        // reading; only a hand-assembled dump is hashed here.
         let view = graph.borrow();
-        let mut signature = view
-            .dump
-            .signature
-            .is_none()
-            .then(report::SignatureHasher::default);
-        if let Some(hasher) = signature.as_mut() {
-            for node in view.nodes() {
-                hasher.add(node);
-            }
-        }
-        // Everything else reads the nodes' compact facts; only tagged collectives and
-        // reshard frees are looked at in full.
-        let barriers = buckets::Barriers::new(view);
         let mut preparer = candidates::Preparer::default();
-        for (id, facts) in view.all_facts().iter().enumerate() {
-            if let Some(kind) = CollectiveKind::from_tag(facts.tag) {
-                preparer.visit(view, id, kind);
-            }
+        for (id, (node, facts)) in view.nodes().iter().zip(view.all_facts()).enumerate() {
+            preparer.visit(id, node, *facts);
         }
-        let signature = match signature {
-            Some(hasher) => hasher.finish(),
-            None => view.dump.signature.clone().unwrap_or_default(),
+        Planner::prepared(graph, preparer)
+    }
+
+    /// The planner over a graph whose nodes `preparer` has visited.
+    fn prepared(graph: G, preparer: candidates::Preparer) -> Planner<G> {
+        let view = graph.borrow();
+        // The reader hashed the signature while reading; only a hand-assembled dump is
+        // hashed here.
+        let signature = match &view.dump.signature {
+            Some(signature) => signature.clone(),
+            None => {
+                let mut hasher = report::SignatureHasher::default();
+                view.nodes().iter().for_each(|node| hasher.add(node));
+                hasher.finish()
+            }
         };
+        let prepared = preparer.finish(view);
+        let barriers = buckets::Barriers::new(view, prepared.freed_wait);
         Planner {
             graph,
             barriers,
-            tagged: preparer.tagged,
-            param_names: preparer.names,
+            tagged: prepared.tagged,
+            param_names: prepared.names,
             signature,
         }
     }
 
     pub fn graph(&self) -> &Graph {
         self.graph.borrow()
+    }
+
+    /// The graph, as the planner holds it (an `Rc<Graph>` to share, say).
+    pub fn graph_holder(&self) -> &G {
+        &self.graph
+    }
+
+    /// The graph, as the planner holds it.
+    pub fn into_graph(self) -> G {
+        self.graph
     }
 
     /// Validates the arguments (reference order and messages) and plans.
@@ -620,6 +665,38 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One pass or two, the same plan; and a document that repeats `nodes` (the last array
+    /// counts) is prepared from the last array only.
+    #[test]
+    fn reading_for_planning_matches_planning_a_read_graph() {
+        use crate::synth::{synthetic_dump, SynthSpec};
+        let small = synthetic_dump(SynthSpec {
+            layers: 1,
+            degree: 2,
+            hidden: 8,
+        });
+        let other = synthetic_dump(SynthSpec {
+            layers: 3,
+            degree: 4,
+            hidden: 16,
+        });
+        let other: serde_json::Value = serde_json::from_str(&other).unwrap();
+        let repeated = small.replacen('{', &format!("{{\"nodes\": {},", other["nodes"]), 1);
+        for text in [&small, &repeated] {
+            let graph = Graph::new(crate::read_dump(text.as_bytes()).unwrap());
+            let args = crate::resolve_args(&graph, None);
+            let two_pass = Planner::new(&graph).plan(&args).unwrap();
+            let one_pass: Planner<Graph> = read_prepared(text.as_bytes()).unwrap();
+            assert_eq!(one_pass.graph().len(), graph.len());
+            let plan = one_pass.plan(&args).unwrap();
+            assert_eq!(
+                report::plan_to_json(&plan, one_pass.graph()),
+                report::plan_to_json(&two_pass, &graph)
+            );
+            assert!(!plan.buckets.is_empty());
+        }
+    }
 
     #[test]
     fn reasons_round_trip_and_count() {

@@ -4,7 +4,7 @@
 use super::{Bucket, BucketPlan, Candidate};
 use crate::graph::Graph;
 use crate::pyjson;
-use crate::value::PyValue;
+use crate::value::{Key, PyValue};
 use indexmap::IndexMap;
 use std::fmt;
 
@@ -12,7 +12,7 @@ fn dict<const N: usize>(entries: [(&str, PyValue); N]) -> PyValue {
     PyValue::Dict(
         entries
             .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
+            .map(|(k, v)| (Key::from(k), v))
             .collect(),
     )
 }
@@ -114,12 +114,12 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
         .iter()
         .map(|d| {
             let mut map = IndexMap::new();
-            map.insert("node".to_string(), name(d.node));
+            map.insert(Key::from("node"), name(d.node));
             if let Some(previous) = d.previous_node {
-                map.insert("previous_node".to_string(), name(previous));
+                map.insert(Key::from("previous_node"), name(previous));
             }
-            map.insert("action".to_string(), PyValue::Str(d.action.as_str().into()));
-            map.insert("reason".to_string(), PyValue::Str(d.reason.as_str().into()));
+            map.insert(Key::from("action"), PyValue::Str(d.action.as_str().into()));
+            map.insert(Key::from("reason"), PyValue::Str(d.reason.as_str().into()));
             PyValue::Dict(map)
         })
         .collect();
@@ -130,11 +130,11 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
             .iter()
             .map(|(action, counts)| {
                 (
-                    action.as_str().to_string(),
+                    Key::from(action.as_str()),
                     PyValue::Dict(
                         counts
                             .iter()
-                            .map(|(r, n)| (r.as_str().to_string(), PyValue::Int(*n as i128)))
+                            .map(|(r, n)| (Key::from(r.as_str()), PyValue::Int(*n as i128)))
                             .collect(),
                     ),
                 )
@@ -173,13 +173,13 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
     let group_ranks = PyValue::Dict(
         plan.group_ranks
             .iter()
-            .map(|(g, ranks)| (g.clone(), int_list(ranks)))
+            .map(|(g, ranks)| (Key::from(g), int_list(ranks)))
             .collect(),
     );
     let group_digests = PyValue::Dict(
         plan.group_ranks
             .keys()
-            .map(|g| (g.clone(), PyValue::Str(group_digest(plan, graph, g))))
+            .map(|g| (Key::from(g), PyValue::Str(group_digest(plan, graph, g))))
             .collect(),
     );
     dict([

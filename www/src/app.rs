@@ -349,17 +349,18 @@ impl Component for App {
                     return false;
                 };
                 let t0 = browser::now_ms();
-                let dump = commlens::read_dump(&bytes);
+                // The graph and the planner's per-graph checks are built while reading.
+                let prepared = commlens::planner::read_prepared::<Rc<Graph>>(&bytes);
                 let t1 = browser::now_ms();
                 self.busy = None;
-                match dump {
+                match prepared {
                     Err(e) => {
                         self.error = Some(format!("{label}: {e}"));
                         self.initial = None;
                     }
-                    Ok(dump) => {
-                        let graph = Rc::new(Graph::new(dump));
-                        let planner = Rc::new(commlens::planner::Planner::new(graph.clone()));
+                    Ok(planner) => {
+                        let graph = planner.graph_holder().clone();
+                        let planner = Rc::new(planner);
                         let roles = timeline::Roles::classify(&graph);
                         let rows = model::base_rows(&graph, &roles);
                         let overview = model::base_overview(&rows, &roles);
@@ -397,7 +398,7 @@ impl Component for App {
                             .map(|p| p.detail.clone())
                             .unwrap_or_default();
                         self.stages = format!(
-                            "file {:.0} ms · read_dump {:.0} ms · graph+roles {:.0} ms · plan {:.0} ms · views {:.0} ms ({detail}) · draw {:.0} ms",
+                            "file {:.0} ms · read+prepare {:.0} ms · roles {:.0} ms · plan {:.0} ms · views {:.0} ms ({detail}) · draw {:.0} ms",
                             t0 - started,
                             t1 - t0,
                             t2 - t1,
@@ -1206,7 +1207,7 @@ impl App {
                         <p class="nodes">{ for loaded.graph.users(id).iter().take(50).map(|&i| node_button(i)) }</p>
                         <h3>{"Metadata"}</h3>
                         <table class="meta">{ for node.meta.iter().map(|(k, v)| html! {
-                            <tr><th>{ k.clone() }</th><td><code>{ clip(&v.py_repr(), 600) }</code></td></tr>
+                            <tr><th>{ k.to_string() }</th><td><code>{ clip(&v.py_repr(), 600) }</code></td></tr>
                         }) }</table>
                         <button onclick={link.callback(|_| Msg::Select(Selection::None))}>{"Close"}</button>
                     </section>
