@@ -692,6 +692,20 @@ mod tests {
         ));
     }
 
+    /// A hand-assembled dump of `nodes` and nothing else.
+    fn dump_of(nodes: Vec<Node>) -> Dump {
+        Dump {
+            nodes,
+            group_ranks: None,
+            modules: Vec::new(),
+            state_fqns: Vec::new(),
+            source: None,
+            planner: None,
+            signature: None,
+            warnings: Vec::new(),
+        }
+    }
+
     fn node(name: &str, target: &str, alias: Option<bool>, impure: Option<bool>) -> Node {
         Node {
             name: name.into(),
@@ -769,20 +783,12 @@ mod tests {
     #[test]
     fn names_find_their_last_node() {
         let names = ["a", "b", "a", "", "ccccccccccccccccc", "b"];
-        let dump = Dump {
-            nodes: names
+        let graph = Graph::new(dump_of(
+            names
                 .iter()
                 .map(|n| node(n, "aten.mm", None, None))
                 .collect(),
-            group_ranks: None,
-            modules: Vec::new(),
-            state_fqns: Vec::new(),
-            source: None,
-            planner: None,
-            signature: None,
-            warnings: Vec::new(),
-        };
-        let graph = Graph::new(dump);
+        ));
         assert_eq!(graph.find("a"), Some(2));
         assert_eq!(graph.find("b"), Some(5));
         assert_eq!(graph.find(""), Some(3));
@@ -847,16 +853,7 @@ mod tests {
             PyValue::List(vec![to("c", Some(2)), to("b", Some(1))]),
         );
         nodes.push(reader);
-        let graph = Graph::new(Dump {
-            nodes,
-            group_ranks: None,
-            modules: Vec::new(),
-            state_fqns: Vec::new(),
-            source: None,
-            planner: None,
-            signature: None,
-            warnings: Vec::new(),
-        });
+        let graph = Graph::new(dump_of(nodes));
         assert_eq!(graph.inputs(3), &[1, 0, 2]);
         for input in 0..3 {
             assert_eq!(graph.users(input), &[3]);

@@ -122,14 +122,6 @@ impl<'a> PlannerMeta<'a> {
     }
 }
 
-/// A tagged collective after the checks its own node answers, waiting for the checks that
-/// need the graph's users ([`Preparer::finish`]).
-struct LocalCollective {
-    /// `late` holds the node-local outcome; on success its `wait`, `first_use` and
-    /// `preparation` are filled in by `finish`.
-    collective: TaggedCollective,
-}
-
 /// Prepares every tagged collective of a graph in two steps: what each node says of itself,
 /// taken in graph order (while the reader has the node in cache, when it reads for planning),
 /// then what needs the graph's users.
@@ -141,7 +133,9 @@ pub(crate) struct Preparer {
     params: FastMap<Box<str>, usize>,
     /// Distinct parameter names, by id.
     names: Vec<Arc<str>>,
-    local: Vec<LocalCollective>,
+    /// Tagged collectives after the checks their own nodes answer: `late` holds the local
+    /// outcome, and on success its `wait`, `first_use` and `preparation` wait for `finish`.
+    local: Vec<TaggedCollective>,
     /// Nodes visited.
     visited: usize,
     /// Reshard frees that are exactly `_free_tensor_storage(wait)`, with the wait they free.
@@ -216,18 +210,16 @@ impl Preparer {
             ),
             _ => Err(Reason::UnknownProcessGroup),
         };
-        self.local.push(LocalCollective {
-            collective: TaggedCollective {
-                node: id,
-                kind,
-                param_name,
-                param_id,
-                group_arg,
-                early,
-                source_is_node,
-                degree,
-                late,
-            },
+        self.local.push(TaggedCollective {
+            node: id,
+            kind,
+            param_name,
+            param_id,
+            group_arg,
+            early,
+            source_is_node,
+            degree,
+            late,
         });
     }
 
@@ -241,7 +233,7 @@ impl Preparer {
         let tagged = self
             .local
             .into_iter()
-            .map(|LocalCollective { mut collective }| {
+            .map(|mut collective| {
                 if let Ok(facts) = collective.late.as_mut() {
                     if let Err(reason) = structural_facts(
                         graph,
@@ -334,9 +326,7 @@ fn local_facts(
         None
     };
     let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
-    let size_bytes = super::numel(&input_shape)
-        .max(super::numel(&output_shape))
-        .saturating_mul(super::itemsize(dtype));
+    let size_bytes = super::size_bytes(&input_shape, &output_shape, dtype);
     Ok(Facts {
         state_idx,
         backward,

@@ -286,12 +286,17 @@ pub fn numel(shape: &[i128]) -> u128 {
         .unwrap_or(u128::MAX)
 }
 
+/// A collective's bytes: `max(numel(input), numel(output)) * itemsize`.
+pub fn size_bytes(input_shape: &[i128], output_shape: &[i128], dtype: &str) -> u128 {
+    numel(input_shape)
+        .max(numel(output_shape))
+        .saturating_mul(itemsize(dtype))
+}
+
 impl Candidate {
     /// `max(numel(input), numel(output)) * itemsize`.
     pub fn size_bytes(&self) -> u128 {
-        numel(&self.input_shape)
-            .max(numel(&self.output_shape))
-            .saturating_mul(itemsize(self.dtype))
+        size_bytes(&self.input_shape, &self.output_shape, self.dtype)
     }
 
     /// The compatibility key (`Candidate.key`).
@@ -306,18 +311,6 @@ impl Candidate {
             device: self.device.clone(),
             reduce_op: self.reduce_op,
         }
-    }
-
-    /// Whether two candidates have the same compatibility key, without building it.
-    pub fn same_key(&self, other: &Candidate) -> bool {
-        self.kind == other.kind
-            && self.backward == other.backward
-            && self.scope == other.scope
-            && self.group == other.group
-            && self.ranks == other.ranks
-            && self.dtype == other.dtype
-            && self.device == other.device
-            && self.reduce_op == other.reduce_op
     }
 
     /// `device_type` of the report: the device string before `:`.
@@ -695,6 +688,26 @@ mod tests {
                 report::plan_to_json(&two_pass, &graph)
             );
             assert!(!plan.buckets.is_empty());
+        }
+    }
+
+    /// Buckets are cut over compact key ids; every bucket's members still share one
+    /// `Candidate::key`, and every fused bucket is a run of one key.
+    #[test]
+    fn bucket_members_share_their_compatibility_key() {
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec {
+            layers: 3,
+            degree: 4,
+            hidden: 16,
+        });
+        let planner: Planner<Graph> = read_prepared(text.as_bytes()).unwrap();
+        let plan = planner
+            .plan(&crate::resolve_args(planner.graph(), None))
+            .unwrap();
+        assert!(plan.buckets.iter().any(|b| b.members.len() > 1));
+        for bucket in &plan.buckets {
+            let key = bucket.members[0].key();
+            assert!(bucket.members.iter().all(|m| m.key() == key));
         }
     }
 
