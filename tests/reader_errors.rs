@@ -46,13 +46,15 @@ fn each_bad_dump_gives_its_message() {
 }
 
 /// Truncating a real dump anywhere, or flipping bytes in it, gives an error value, never a
-/// panic.
+/// panic; and whatever a damaged dump still says, reading it for planning in one pass plans
+/// exactly as reading it, building the graph and preparing the planner in turn.
 #[test]
 fn truncated_and_corrupted_dumps_never_panic() {
     let path = common::shared_dir().join("conformance/cases/mlp_default/dump.json");
     let bytes = common::read(&path);
     for cut in (0..bytes.len()).step_by(97) {
         assert!(read_dump(&bytes[..cut]).is_err());
+        assert!(commlens::planner::read_prepared::<commlens::Graph>(&bytes[..cut]).is_err());
     }
     let mut state = 0x2545_f491_4f6c_dd1du64;
     for _ in 0..400 {
@@ -64,9 +66,22 @@ fn truncated_and_corrupted_dumps_never_panic() {
             let at = (state as usize) % copy.len();
             copy[at] = (state >> 32) as u8;
         }
-        if let Ok(dump) = read_dump(&copy) {
-            let graph = commlens::Graph::new(dump);
-            let _ = commlens::plan(&graph, &commlens::resolve_args(&graph, None));
+        let one_pass = commlens::plan_report_json(&copy, None);
+        match read_dump(&copy) {
+            Ok(dump) => {
+                let graph = commlens::Graph::new(dump);
+                let two_pass = commlens::plan(&graph, &commlens::resolve_args(&graph, None))
+                    .map(|plan| commlens::planner::report::plan_to_json(&plan, &graph));
+                match (one_pass, two_pass) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b),
+                    (Err(commlens::PlanFailure::Args(a)), Err(b)) => assert_eq!(a, b),
+                    (a, b) => panic!("one pass {:?}, two passes {:?}", a.is_ok(), b.is_ok()),
+                }
+            }
+            Err(e) => match one_pass {
+                Err(commlens::PlanFailure::Dump(one)) => assert_eq!(one, e),
+                other => panic!("read_dump failed ({e}) but reading for planning gave {other:?}"),
+            },
         }
     }
 }

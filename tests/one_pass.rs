@@ -1,0 +1,136 @@
+//! Reading for planning in one pass (`planner::read_prepared`: the reader hands each node to
+//! the graph builder and the planner's node-local checks while it is in cache) must plan
+//! exactly as the two-pass route (`read_dump`, `Graph::new`, `Planner::new`). The conformance
+//! test compares the two on every case; this one damages the tagged collectives of real dumps
+//! (wrong tags, identities, phases, specs, signatures, groups) so that every skip reason's
+//! path is taken, and compares them there.
+
+mod common;
+
+use commlens::planner::report::plan_to_json;
+use commlens::{plan, plan_report_json, read_dump, resolve_args, Graph, PlanFailure};
+use serde_json::{json, Value};
+
+/// A small deterministic generator (xorshift64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick(&mut self, values: &[Value]) -> Value {
+        values[self.below(values.len())].clone()
+    }
+}
+
+/// Damages one tagged node in one way.
+fn damage(node: &mut Value, rng: &mut Rng) {
+    let meta = &mut node["meta"];
+    match rng.below(10) {
+        0 => {
+            meta["comm_type"] = rng.pick(&[
+                json!("fsdp_all_gather"),
+                json!("fsdp_all_gather_backward"),
+                json!("fsdp_reduce_scatter"),
+                json!("fsdp_reshard_free"),
+                json!("tp_all_reduce"),
+                json!(3),
+                Value::Null,
+            ])
+        }
+        1 => meta["param_name"] = rng.pick(&[json!(""), json!("x.weight"), json!(5), Value::Null]),
+        2 => {
+            meta["state_idx"] = rng.pick(&[json!(-1), json!(0), json!(7), json!("3"), json!(true)])
+        }
+        3 => meta["autograd_backward"] = rng.pick(&[json!(true), json!(false), json!(0), json!(1)]),
+        4 => meta["comm_group"] = rng.pick(&[json!("other"), json!(1), Value::Null]),
+        5 => {
+            let spec = &mut meta["fsdp_bucket_spec"];
+            if !spec.is_object() {
+                *spec = json!({});
+            }
+            match rng.below(4) {
+                0 => *spec = json!("not a dict"),
+                1 => spec["input_shape"] = json!([]),
+                2 => {
+                    spec["dtype"] =
+                        rng.pick(&[json!({"dtype": "torch.int8"}), json!("torch.float32")])
+                }
+                _ => spec["device"] = rng.pick(&[json!("gpu:0"), json!("cuda:01"), json!(0)]),
+            }
+        }
+        6 => meta["fsdp_bucket_members"] = rng.pick(&[json!(["a"]), json!([]), json!(1)]),
+        7 => {
+            if let Some(args) = node["args"].as_array_mut() {
+                if !args.is_empty() {
+                    let at = rng.below(args.len());
+                    args[at] = rng.pick(&[json!("sum"), json!("max"), json!(2), json!("other")]);
+                }
+            }
+        }
+        8 => {
+            if let Some(args) = node["args"].as_array_mut() {
+                args.pop();
+            }
+        }
+        _ => node["kwargs"] = json!({"async_op": true}),
+    }
+}
+
+#[test]
+fn damaged_dumps_plan_the_same_in_one_pass_and_two() {
+    let cases = common::shared_dir().join("conformance/cases");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut compared = 0;
+    let mut changed = 0;
+    for case in ["mlp_default", "frozen_mlp", "gated_ffn_groups"] {
+        let original: Value = common::json(&cases.join(case).join("dump.json"));
+        let tagged: Vec<usize> = original["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n["meta"]["comm_type"].is_string())
+            .map(|(i, _)| i)
+            .collect();
+        assert!(!tagged.is_empty(), "{case} has tagged collectives");
+        let undamaged =
+            plan_report_json(&serde_json::to_vec(&original).expect("json"), None).expect("plan");
+        for _ in 0..60 {
+            let mut dump = original.clone();
+            for _ in 0..1 + rng.below(3) {
+                let at = tagged[rng.below(tagged.len())];
+                damage(&mut dump["nodes"][at], &mut rng);
+            }
+            let bytes = serde_json::to_vec(&dump).expect("json");
+            let one_pass = plan_report_json(&bytes, None);
+            let two_pass = read_dump(&bytes).map(Graph::new).map(|graph| {
+                plan(&graph, &resolve_args(&graph, None)).map(|p| plan_to_json(&p, &graph))
+            });
+            match (one_pass, two_pass) {
+                (Ok(a), Ok(Ok(b))) => {
+                    assert_eq!(a, b, "{case}");
+                    changed += (a != undamaged) as usize;
+                }
+                (Err(PlanFailure::Args(a)), Ok(Err(b))) => assert_eq!(a, b, "{case}"),
+                (Err(PlanFailure::Dump(a)), Err(b)) => assert_eq!(a, b, "{case}"),
+                (a, b) => panic!("{case}: one pass {a:?}, two passes {b:?}"),
+            }
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 180);
+    // The damage must reach the planner's decisions, not only the reader's checks.
+    assert!(
+        changed > 90,
+        "only {changed} damaged dumps planned differently"
+    );
+}
