@@ -51,9 +51,7 @@ impl Barriers {
             next_stop,
         }
     }
-}
 
-impl Barriers {
     /// The first node at or after `i` that could stop a bucket of this phase (`i` itself
     /// when the graph is too large to index).
     fn next_stop(&self, backward: bool, i: NodeId) -> NodeId {

@@ -692,7 +692,7 @@ mod tests {
     }
 
     /// Buckets are cut over compact key ids; every bucket's members still share one
-    /// `Candidate::key`, and every fused bucket is a run of one key.
+    /// `Candidate::key`.
     #[test]
     fn bucket_members_share_their_compatibility_key() {
         let text = crate::synth::synthetic_dump(crate::synth::SynthSpec {
