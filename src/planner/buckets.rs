@@ -14,9 +14,11 @@ use std::sync::Arc;
 
 /// What the split checks need beyond each node's [`NodeFacts`], computed once per graph.
 pub(crate) struct Barriers {
-    /// For a reshard free that is exactly `_free_tensor_storage(wait)` (no kwargs), the wait
-    /// it frees: the only kind of free a gather bucket may own.
-    freed_wait: FastMap<NodeId, NodeId>,
+    /// Per node: for a reshard free that is exactly `_free_tensor_storage(wait)` (no kwargs),
+    /// the wait it frees (the only kind of free a gather bucket may own); else `NodeId::MAX`.
+    /// A dense array, read in graph order as buckets scan, rather than a hash map probed at
+    /// random.
+    freed_wait: Vec<NodeId>,
     /// Next node at or after `i` that could stop a bucket of the given phase
     /// (`[forward, backward]`); `len` when there is none. `u32` halves what a scan pulls
     /// through the cache; a graph too large for it (empty lists) is scanned node by node.
@@ -25,9 +27,15 @@ pub(crate) struct Barriers {
 
 impl Barriers {
     /// One backward pass over the nodes' facts, with the reshard frees a bucket may own.
-    pub(crate) fn new(graph: &Graph, freed_wait: FastMap<NodeId, NodeId>) -> Barriers {
+    pub(crate) fn new(graph: &Graph, frees: &[(NodeId, NodeId)]) -> Barriers {
         let facts = graph.all_facts();
         let n = facts.len();
+        let mut freed_wait = vec![NodeId::MAX; n];
+        for &(free, wait) in frees {
+            if let Some(slot) = freed_wait.get_mut(free) {
+                *slot = wait;
+            }
+        }
         let Ok(end) = u32::try_from(n) else {
             return Barriers {
                 freed_wait,
@@ -243,19 +251,29 @@ impl<'a> OpenBucket<'a> {
     /// `_owned_free`: the node frees exactly one member's waited result.
     fn owns_free(&self, barriers: &Barriers, candidate: &Member, i: NodeId) -> bool {
         !candidate.reduce_scatter
-            && barriers
-                .freed_wait
-                .get(&i)
-                .is_some_and(|w| self.waits.contains(w) || *w == candidate.wait)
+            && barriers.freed_wait.get(i).is_some_and(|&w| {
+                w != NodeId::MAX && (self.waits.contains(&w) || w == candidate.wait)
+            })
     }
 
-    /// `_finalize_bucket`: members in `(state_idx, param_name)` order.
-    fn finish(&mut self, param_names: &[Arc<str>]) -> Vec<Member<'a>> {
-        let mut members = std::mem::take(&mut self.members);
+    /// `_finalize_bucket`: members in `(state_idx, param_name)` order, appended to `done`
+    /// (the bucket keeps its allocation for the next one).
+    fn finish(&mut self, param_names: &[Arc<str>], done: &mut FinishedBuckets<'a>) {
         let name = |m: &Member| param_names.get(m.param).map_or("", |n| &**n);
-        members.sort_by(|a, b| (a.state_idx, name(a)).cmp(&(b.state_idx, name(b))));
-        members
+        self.members
+            .sort_by(|a, b| (a.state_idx, name(a)).cmp(&(b.state_idx, name(b))));
+        let start = done.members.len();
+        let first_launch = self.members.iter().map(|m| m.launch).min().unwrap_or(0);
+        done.members.append(&mut self.members);
+        done.ranges.push((first_launch, start, done.members.len()));
     }
+}
+
+/// Finished buckets, their members in one array: `(first launch, start, end)` per bucket.
+#[derive(Default)]
+struct FinishedBuckets<'a> {
+    members: Vec<Member<'a>>,
+    ranges: Vec<(NodeId, usize, usize)>,
 }
 
 /// `(min, max)` widened to include `value`.
@@ -317,38 +335,35 @@ pub(crate) fn physical_buckets(
     // Keys get ids in first-seen order: the reference's dict of groups.
     let mut key_ids: FastMap<KeyParts, usize> = FastMap::default();
     let scope_ids = first_fqn_ids(scopes);
-    let members: Vec<Member> = admitted
-        .iter()
-        .enumerate()
-        .filter_map(|(index, a)| {
-            let facts = a.facts(tagged)?;
-            let parts = KeyParts {
-                kind: tagged[a.tagged].kind,
-                backward: facts.backward,
-                scope: scope_ids[a.scope],
-                group: a.group,
-                dtype: facts.dtype,
-                device: Arc::as_ptr(&facts.device) as *const u8 as usize,
-                reduce_op: facts.reduce_op,
-            };
-            let next = key_ids.len();
-            let key = *key_ids.entry(parts).or_insert(next);
-            Some(Member {
-                index,
-                key,
-                param: tagged[a.tagged].param_id.unwrap_or(usize::MAX),
-                state_idx: facts.state_idx,
-                size_bytes: facts.size_bytes,
-                launch: tagged[a.tagged].node,
-                wait: facts.wait,
-                ready: facts.source,
-                first_use: facts.first_use,
-                backward: facts.backward,
-                reduce_scatter: tagged[a.tagged].kind.is_reduce_scatter(),
-                preparation: &facts.preparation,
-            })
+    let mut members: Vec<Member> = Vec::with_capacity(admitted.len());
+    members.extend(admitted.iter().enumerate().filter_map(|(index, a)| {
+        let facts = a.facts(tagged)?;
+        let parts = KeyParts {
+            kind: tagged[a.tagged].kind,
+            backward: facts.backward,
+            scope: scope_ids[a.scope],
+            group: a.group,
+            dtype: facts.dtype,
+            device: Arc::as_ptr(&facts.device) as *const u8 as usize,
+            reduce_op: facts.reduce_op,
+        };
+        let next = key_ids.len();
+        let key = *key_ids.entry(parts).or_insert(next);
+        Some(Member {
+            index,
+            key,
+            param: tagged[a.tagged].param_id.unwrap_or(usize::MAX),
+            state_idx: facts.state_idx,
+            size_bytes: facts.size_bytes,
+            launch: tagged[a.tagged].node,
+            wait: facts.wait,
+            ready: facts.source,
+            first_use: facts.first_use,
+            backward: facts.backward,
+            reduce_scatter: tagged[a.tagged].kind.is_reduce_scatter(),
+            preparation: &facts.preparation,
         })
-        .collect();
+    }));
     // Stable grouping by key id (a counting sort): each group keeps graph order.
     let mut group_start = vec![0usize; key_ids.len() + 1];
     for m in &members {
@@ -363,7 +378,10 @@ pub(crate) fn physical_buckets(
         order[cursor[m.key]] = position;
         cursor[m.key] += 1;
     }
-    let mut buckets: Vec<Vec<Member>> = Vec::new();
+    let mut done = FinishedBuckets {
+        members: Vec::with_capacity(members.len()),
+        ranges: Vec::new(),
+    };
     let mut open = OpenBucket::new();
     for range in group_start.windows(2) {
         let mut filling = false;
@@ -380,7 +398,7 @@ pub(crate) fn physical_buckets(
                 match reason {
                     Some(reason) => {
                         let previous = open.members.last().map(|m| m.launch);
-                        buckets.push(open.finish(param_names));
+                        open.finish(param_names, &mut done);
                         decisions.push(Decision {
                             node: member.launch,
                             previous_node: previous,
@@ -403,24 +421,26 @@ pub(crate) fn physical_buckets(
             }
         }
         if filling {
-            buckets.push(open.finish(param_names));
+            open.finish(param_names, &mut done);
         }
     }
     // Model declaration order never silently reorders the collective stream.
-    let mut by_first_launch: Vec<(NodeId, Vec<Member>)> = buckets
-        .into_iter()
-        .map(|members| (members.iter().map(|m| m.launch).min().unwrap_or(0), members))
-        .collect();
-    by_first_launch.sort_by_key(|(first, _)| *first);
+    done.ranges.sort_by_key(|(first, _, _)| *first);
     // Each candidate is built once, in its final bucket.
-    by_first_launch
-        .into_iter()
-        .map(|(_, members)| Bucket {
-            bucket_id: String::new(),
-            members: members
-                .iter()
-                .filter_map(|m| admitted[m.index].candidate(tagged, scopes, groups))
-                .collect(),
+    done.ranges
+        .iter()
+        .map(|&(_, start, end)| {
+            // Sized exactly: most buckets are singletons.
+            let mut members = Vec::with_capacity(end - start);
+            members.extend(
+                done.members[start..end]
+                    .iter()
+                    .filter_map(|m| admitted[m.index].candidate(tagged, scopes, groups)),
+            );
+            Bucket {
+                bucket_id: String::new(),
+                members,
+            }
         })
         .collect()
 }

@@ -138,8 +138,9 @@ pub(crate) struct Preparer {
     local: Vec<TaggedCollective>,
     /// Nodes visited.
     visited: usize,
-    /// Reshard frees that are exactly `_free_tensor_storage(wait)`, with the wait they free.
-    freed_wait: FastMap<NodeId, NodeId>,
+    /// Reshard frees that are exactly `_free_tensor_storage(wait)`, with the wait they free,
+    /// in graph order.
+    freed_wait: Vec<(NodeId, NodeId)>,
 }
 
 /// The per-graph preparation, finished.
@@ -148,7 +149,7 @@ pub(crate) struct Prepared {
     pub tagged: Vec<TaggedCollective>,
     /// Distinct parameter names, by id.
     pub names: Vec<Arc<str>>,
-    pub freed_wait: FastMap<NodeId, NodeId>,
+    pub freed_wait: Vec<(NodeId, NodeId)>,
 }
 
 impl Preparer {
@@ -174,7 +175,7 @@ impl Preparer {
             && node.args.len() == 1
         {
             if let Some(wait) = crate::dump::node_index(&node.args[0]) {
-                self.freed_wait.insert(id, wait);
+                self.freed_wait.push((id, wait));
             }
         }
     }

@@ -546,7 +546,7 @@ impl<G: Borrow<Graph>> Planner<G> {
             }
         };
         let prepared = preparer.finish(view);
-        let barriers = buckets::Barriers::new(view, prepared.freed_wait);
+        let barriers = buckets::Barriers::new(view, &prepared.freed_wait);
         Planner {
             graph,
             barriers,
