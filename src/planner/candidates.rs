@@ -11,6 +11,7 @@ use crate::dump::{lookup, Node, Op};
 use crate::graph::{is_free_tensor_storage, is_op, CommTag, Graph, NodeFacts, NodeId};
 use crate::value::PyValue;
 use indexmap::IndexMap;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// What a tagged collective is, as far as the planner's arguments do not matter.
@@ -605,12 +606,9 @@ pub(crate) fn scan(
 ) -> ScanResult {
     let mut decisions = Vec::new();
     let mut candidates = Vec::with_capacity(tagged.len());
-    let mut wire: IndexMap<String, Vec<WireRecord>> = args
-        .groups
-        .keys()
-        .map(|g| (g.clone(), Vec::new()))
-        .collect();
     let groups = Groups::new(args);
+    // Wire records per process group, by the group's index in `groups`.
+    let mut wire: Vec<Vec<WireRecord>> = vec![Vec::new(); groups.entries.len()];
     // With module plans, scope `i` is plan group `i`; without, scopes are parent modules (or
     // `<parameter:NAME>`). A parameter's scope depends only on its name: resolve each once.
     let mut scopes: Vec<ScopeEntry> = args
@@ -632,14 +630,20 @@ pub(crate) fn scan(
                     None => {
                         let parent = name.rsplit_once('.').map_or("", |(head, _)| head);
                         let key = if parent.is_empty() {
-                            format!("<parameter:{name}>")
+                            Cow::Owned(format!("<parameter:{name}>"))
                         } else {
-                            parent.to_string()
+                            Cow::Borrowed(parent)
                         };
-                        Some(*scope_by_name.entry(key).or_insert_with_key(|key| {
-                            scopes.push(ScopeEntry::new(vec![key.clone()]));
-                            scopes.len() - 1
-                        }))
+                        // Most parameters share their module with others: look up before
+                        // allocating the key.
+                        Some(match scope_by_name.get(&*key) {
+                            Some(&slot) => slot,
+                            None => {
+                                scopes.push(ScopeEntry::new(vec![key.to_string()]));
+                                scope_by_name.insert(key.into_owned(), scopes.len() - 1);
+                                scopes.len() - 1
+                            }
+                        })
                     }
                 }
             })
@@ -651,17 +655,16 @@ pub(crate) fn scan(
             }
             scopes[slot].collectives += 1;
         }
-        if let Some(group) = &collective.group_arg {
-            if let Some(records) = wire.get_mut(&**group) {
-                records.push(WireRecord {
-                    node: collective.node,
-                });
-            }
+        let group = collective.group_arg.as_deref().and_then(|g| groups.find(g));
+        if let Some(group) = group {
+            wire[group].push(WireRecord {
+                node: collective.node,
+            });
         }
         let outcome = if !args.supported_mode {
             Err(Reason::UnsupportedParallelMode)
         } else {
-            admit(collective, &groups, scope)
+            admit(collective, group, &groups, scope)
         };
         match outcome {
             Ok((scope, group)) => candidates.push(Admitted {
@@ -677,6 +680,7 @@ pub(crate) fn scan(
             }),
         }
     }
+    let wire = args.groups.keys().cloned().zip(wire).collect();
     ScanResult {
         candidates,
         groups,
@@ -691,18 +695,15 @@ pub(crate) fn scan(
 /// ones made at preparation; the admitted collective's scope and group.
 fn admit(
     collective: &TaggedCollective,
+    group: Option<usize>,
     groups: &Groups,
     scope: Option<usize>,
 ) -> Result<(usize, usize), Reason> {
     if let Some(reason) = collective.early {
         return Err(reason);
     }
-    let group = collective
-        .group_arg
-        .as_deref()
-        .filter(|_| collective.source_is_node)
-        .and_then(|group| groups.find(group));
-    let Some(group) = group else {
+    // `group` is the index of the group the call names, if `group_ranks` has it.
+    let Some(group) = group.filter(|_| collective.source_is_node) else {
         return Err(Reason::UnknownProcessGroup);
     };
     let ranks = &groups.entries[group].1;
