@@ -1251,24 +1251,16 @@ fn check_node<'de>(
     raw: Slot<RawNode<'de>>,
     lookup: &dyn Fn(&str) -> Option<usize>,
 ) -> Result<(Node, usize), DumpError> {
+    let not_an_object = |kind: Kind| DumpError::Node {
+        index: i,
+        name: None,
+        field: "(node)".into(),
+        message: format!("a node is a JSON object, found {}", kind.describe()),
+    };
     let raw = match raw {
         Slot::Got(raw) => raw,
-        Slot::Wrong(kind) => {
-            return Err(DumpError::Node {
-                index: i,
-                name: None,
-                field: "(node)".into(),
-                message: format!("a node is a JSON object, found {}", kind.describe()),
-            })
-        }
-        Slot::Missing => {
-            return Err(DumpError::Node {
-                index: i,
-                name: None,
-                field: "(node)".into(),
-                message: format!("a node is a JSON object, found {}", Kind::Null.describe()),
-            })
-        }
+        Slot::Wrong(kind) => return Err(not_an_object(kind)),
+        Slot::Missing => return Err(not_an_object(Kind::Null)),
     };
     let name = match raw.name {
         Slot::Got(s) if !s.is_empty() => s,

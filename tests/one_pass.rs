@@ -9,27 +9,8 @@ mod common;
 
 use commlens::planner::report::plan_to_json;
 use commlens::{plan, plan_report_json, read_dump, resolve_args, Graph, PlanFailure};
+use common::Rng;
 use serde_json::{json, Value};
-
-/// A small deterministic generator (xorshift64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick(&mut self, values: &[Value]) -> Value {
-        values[self.below(values.len())].clone()
-    }
-}
 
 /// Damages one tagged node in one way.
 fn damage(node: &mut Value, rng: &mut Rng) {

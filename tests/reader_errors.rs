@@ -56,13 +56,11 @@ fn truncated_and_corrupted_dumps_never_panic() {
         assert!(read_dump(&bytes[..cut]).is_err());
         assert!(commlens::planner::read_prepared::<commlens::Graph>(&bytes[..cut]).is_err());
     }
-    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut rng = common::Rng(0x2545_f491_4f6c_dd1d);
     for _ in 0..400 {
         let mut copy = bytes.clone();
         for _ in 0..4 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = rng.next();
             let at = (state as usize) % copy.len();
             copy[at] = (state >> 32) as u8;
         }

@@ -59,3 +59,23 @@ pub fn check_snapshot(relative: &str, actual: &str) -> Result<(), String> {
         actual.lines().nth(line).unwrap_or("<end>")
     ))
 }
+
+/// A small deterministic generator (xorshift64), for tests that damage inputs at random.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())].clone()
+    }
+}

@@ -387,16 +387,7 @@ impl Component for App {
                         self.replan();
                         let t4 = browser::now_ms();
                         self.timing = Some(("load", started));
-                        let (plan_ms, prep_ms) = self
-                            .planned
-                            .as_ref()
-                            .map(|p| (p.plan_ms, p.prepare_ms))
-                            .unwrap_or_default();
-                        let detail = self
-                            .planned
-                            .as_ref()
-                            .map(|p| p.detail.clone())
-                            .unwrap_or_default();
+                        let (plan_ms, prep_ms, detail) = self.plan_timings();
                         self.stages = format!(
                             "file {:.0} ms · read+prepare {:.0} ms · roles {:.0} ms · plan {:.0} ms · views {:.0} ms ({detail}) · draw {:.0} ms",
                             t0 - started,
@@ -685,6 +676,14 @@ impl App {
             .unwrap_or_default()
     }
 
+    /// The last plan's timings: planner ms, views ms and the views' breakdown.
+    fn plan_timings(&self) -> (f64, f64, String) {
+        self.planned
+            .as_ref()
+            .map(|p| (p.plan_ms, p.prepare_ms, p.detail.clone()))
+            .unwrap_or_default()
+    }
+
     fn change(&mut self, f: impl FnOnce(&mut Settings)) -> bool {
         let mut s = self.settings.clone();
         f(&mut s);
@@ -696,16 +695,7 @@ impl App {
         self.replan();
         let t1 = browser::now_ms();
         self.timing = Some(("replan", started));
-        let (plan_ms, prep_ms) = self
-            .planned
-            .as_ref()
-            .map(|p| (p.plan_ms, p.prepare_ms))
-            .unwrap_or_default();
-        let detail = self
-            .planned
-            .as_ref()
-            .map(|p| p.detail.clone())
-            .unwrap_or_default();
+        let (plan_ms, prep_ms, detail) = self.plan_timings();
         self.stages = format!(
             "plan {plan_ms:.1} ms · views {prep_ms:.1} ms ({detail}) · draw {:.1} ms",
             t1 - started - plan_ms - prep_ms
