@@ -6,7 +6,7 @@
 //! only scans the nodes it has not yet passed, jumping from one possible stop to the next, so
 //! planning grows near-linearly with graph size.
 
-use super::candidates::{Admitted, Groups, ScopeEntry, TaggedCollective};
+use super::candidates::{Admitted, Collectives, Groups, ScopeEntry};
 use super::{Action, Bucket, BucketPolicy, Decision, FastMap, FastSet, Reason};
 use crate::dump::Op;
 use crate::graph::{CommTag, Graph, NodeFacts, NodeId};
@@ -310,11 +310,9 @@ fn first_fqn_ids(scopes: &[ScopeEntry]) -> Vec<usize> {
 /// The plan's admitted collectives with what they refer to.
 pub(crate) struct Admissions<'a> {
     pub admitted: &'a [Admitted],
-    pub tagged: &'a [TaggedCollective],
+    pub collectives: &'a Collectives,
     pub scopes: &'a [ScopeEntry],
     pub groups: &'a Groups,
-    /// Parameter names by id.
-    pub param_names: &'a [Arc<str>],
 }
 
 /// `_physical_buckets`: group by compatibility key, then cut where a split reason appears.
@@ -327,42 +325,43 @@ pub(crate) fn physical_buckets(
 ) -> Vec<Bucket> {
     let Admissions {
         admitted,
-        tagged,
+        collectives,
         scopes,
         groups,
-        param_names,
     } = plan;
+    let param_names = &collectives.param_names[..];
     // Keys get ids in first-seen order: the reference's dict of groups.
     let mut key_ids: FastMap<KeyParts, usize> = FastMap::default();
     let scope_ids = first_fqn_ids(scopes);
     let mut members: Vec<Member> = Vec::with_capacity(admitted.len());
-    members.extend(admitted.iter().enumerate().filter_map(|(index, a)| {
-        let facts = a.facts(tagged)?;
+    members.extend(admitted.iter().enumerate().map(|(index, a)| {
+        let collective = &collectives.tagged[a.tagged as usize];
+        let facts = &collectives.facts[a.facts as usize];
         let parts = KeyParts {
-            kind: tagged[a.tagged].kind,
+            kind: collective.kind,
             backward: facts.backward,
-            scope: scope_ids[a.scope],
-            group: a.group,
+            scope: scope_ids[a.scope as usize],
+            group: a.group as usize,
             dtype: facts.dtype,
             device: Arc::as_ptr(&facts.device) as *const u8 as usize,
             reduce_op: facts.reduce_op,
         };
         let next = key_ids.len();
         let key = *key_ids.entry(parts).or_insert(next);
-        Some(Member {
+        Member {
             index,
             key,
-            param: tagged[a.tagged].param_id.unwrap_or(usize::MAX),
+            param: collective.param.map_or(usize::MAX, |p| p as usize),
             state_idx: facts.state_idx,
             size_bytes: facts.size_bytes,
-            launch: tagged[a.tagged].node,
+            launch: collective.node,
             wait: facts.wait,
             ready: facts.source,
             first_use: facts.first_use,
             backward: facts.backward,
-            reduce_scatter: tagged[a.tagged].kind.is_reduce_scatter(),
+            reduce_scatter: collective.kind.is_reduce_scatter(),
             preparation: &facts.preparation,
-        })
+        }
     }));
     // Stable grouping by key id (a counting sort): each group keeps graph order.
     let mut group_start = vec![0usize; key_ids.len() + 1];
@@ -435,7 +434,7 @@ pub(crate) fn physical_buckets(
             members.extend(
                 done.members[start..end]
                     .iter()
-                    .filter_map(|m| admitted[m.index].candidate(tagged, scopes, groups)),
+                    .map(|m| admitted[m.index].candidate(collectives, scopes, groups)),
             );
             Bucket {
                 bucket_id: String::new(),

@@ -14,26 +14,29 @@ use indexmap::IndexMap;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// What a tagged collective is, as far as the planner's arguments do not matter.
+/// What the scan reads of a tagged collective, as far as the planner's arguments do not
+/// matter. Kept small (40 bytes) because every plan reads one per tagged collective; what
+/// only admitted collectives need is in [`Facts`], apart.
 #[derive(Clone, Debug)]
 pub(crate) struct TaggedCollective {
     pub node: NodeId,
+    /// Index of `meta["param_name"]` among the graph's distinct parameter names, when a
+    /// non-empty `str`.
+    pub param: Option<u32>,
+    /// Index of `node.args[-1]` among the graph's distinct process-group names, when a `str`.
+    pub group_name: Option<u32>,
+    /// `node.args[-2]` when a static int above 1 that fits a `usize`, else 0: the group
+    /// check wants `degree > 1 and degree == len(ranks)`, which no other value passes.
+    pub degree: usize,
     pub kind: CollectiveKind,
-    /// `meta["param_name"]` when a non-empty `str`.
-    pub param_name: Option<Arc<str>>,
-    /// Index of `param_name` among the graph's distinct parameter names.
-    pub param_id: Option<usize>,
-    /// `node.args[-1]` when a `str` (the process group the call names).
-    pub group_arg: Option<Arc<str>>,
     /// Checks before the group lookup: `unsupported_or_already_bucketed`, `phase_mismatch`,
     /// `unsupported_signature`.
     pub early: Option<Reason>,
     /// `node.args[0]` is a node.
     pub source_is_node: bool,
-    /// `node.args[-2]` when a static int.
-    pub degree: Option<i128>,
-    /// Checks after the group lookup, in order, or the parsed facts.
-    pub late: Result<Facts, Reason>,
+    /// Checks after the group lookup, in order: the index of the collective's [`Facts`] when
+    /// every one passed, else the first failing reason.
+    pub late: Result<u32, Reason>,
 }
 
 /// The parsed layout and scheduling bounds of a collective that passed every local check.
@@ -41,19 +44,19 @@ pub(crate) struct TaggedCollective {
 #[derive(Clone, Debug)]
 pub(crate) struct Facts {
     pub state_idx: i128,
-    pub backward: bool,
-    pub input_shape: Arc<[i128]>,
-    pub output_shape: Arc<[i128]>,
-    pub dtype: &'static str,
     /// `Candidate::size_bytes`, computed once.
     pub size_bytes: u128,
+    pub input_shape: Arc<[i128]>,
+    pub output_shape: Arc<[i128]>,
     pub device: Arc<str>,
+    pub dtype: &'static str,
+    pub reduce_op: Option<&'static str>,
     pub wait: NodeId,
     pub source: NodeId,
     pub first_use: NodeId,
-    pub reduce_op: Option<&'static str>,
     /// The reduce-scatter's layout-preparation nodes (`rs_layout_preparation`).
-    pub preparation: Vec<NodeId>,
+    pub preparation: Box<[NodeId]>,
+    pub backward: bool,
 }
 
 /// Interned strings, so equal values share one allocation.
@@ -123,6 +126,27 @@ impl<'a> PlannerMeta<'a> {
     }
 }
 
+/// Distinct strings numbered in first-seen order. A dump has far fewer than 2^32 distinct
+/// strings (each comes from a node of many bytes), so ids are `u32`.
+#[derive(Default)]
+pub(crate) struct NameIds {
+    ids: FastMap<Box<str>, u32>,
+    /// The strings, by id.
+    pub names: Vec<Arc<str>>,
+}
+
+impl NameIds {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(Arc::from(name));
+        self.ids.insert(Box::from(name), id);
+        id
+    }
+}
+
 /// Prepares every tagged collective of a graph in two steps: what each node says of itself,
 /// taken in graph order (while the reader has the node in cache, when it reads for planning),
 /// then what needs the graph's users.
@@ -130,13 +154,12 @@ impl<'a> PlannerMeta<'a> {
 pub(crate) struct Preparer {
     strings: Strings,
     shapes: Shapes,
-    /// Parameter name to id.
-    params: FastMap<Box<str>, usize>,
-    /// Distinct parameter names, by id.
-    names: Vec<Arc<str>>,
-    /// Tagged collectives after the checks their own nodes answer: `late` holds the local
-    /// outcome, and on success its `wait`, `first_use` and `preparation` wait for `finish`.
+    params: NameIds,
+    groups: NameIds,
+    /// Tagged collectives after the checks their own nodes answer; the [`Facts`] of those
+    /// that passed wait for `finish` to fill in `wait`, `first_use` and `preparation`.
     local: Vec<TaggedCollective>,
+    facts: Vec<Facts>,
     /// Nodes visited.
     visited: usize,
     /// Reshard frees that are exactly `_free_tensor_storage(wait)`, with the wait they free,
@@ -144,27 +167,26 @@ pub(crate) struct Preparer {
     freed_wait: Vec<(NodeId, NodeId)>,
 }
 
+/// A graph's tagged collectives, prepared: everything about them that no planner argument
+/// changes.
+pub(crate) struct Collectives {
+    /// In graph order.
+    pub tagged: Vec<TaggedCollective>,
+    /// By [`TaggedCollective::late`] index.
+    pub facts: Vec<Facts>,
+    /// Distinct parameter names, by [`TaggedCollective::param`].
+    pub param_names: Vec<Arc<str>>,
+    /// Distinct process-group names, by [`TaggedCollective::group_name`].
+    pub group_names: Vec<Arc<str>>,
+}
+
 /// The per-graph preparation, finished.
 pub(crate) struct Prepared {
-    /// Tagged collectives in graph order.
-    pub tagged: Vec<TaggedCollective>,
-    /// Distinct parameter names, by id.
-    pub names: Vec<Arc<str>>,
+    pub collectives: Collectives,
     pub freed_wait: Vec<(NodeId, NodeId)>,
 }
 
 impl Preparer {
-    /// The id of a parameter name, numbered in first-seen order.
-    fn param_id(&mut self, name: &str) -> usize {
-        if let Some(&id) = self.params.get(name) {
-            return id;
-        }
-        let id = self.names.len();
-        self.names.push(Arc::from(name));
-        self.params.insert(Box::from(name), id);
-        id
-    }
-
     /// Takes what node `id` says of itself; nodes come in graph order.
     pub(crate) fn visit(&mut self, id: NodeId, node: &Node, facts: NodeFacts) {
         self.visited += 1;
@@ -183,13 +205,9 @@ impl Preparer {
 
     fn visit_collective(&mut self, id: NodeId, node: &Node, kind: CollectiveKind, backward: bool) {
         let meta = PlannerMeta::read(node);
-        let param_id = meta.param_name().map(|name| self.param_id(name));
-        let param_name = param_id.map(|id| self.names[id].clone());
-        let group_arg = node
-            .args
-            .last()
-            .and_then(PyValue::as_str)
-            .map(|g| self.strings.get(g));
+        let param = meta.param_name().map(|name| self.params.id(name));
+        let group = node.args.last().and_then(PyValue::as_str);
+        let group_name = group.map(|g| self.groups.id(g));
         let arity = if kind.is_reduce_scatter() { 4 } else { 3 };
         let early = early_reason(node, &meta, kind, backward, arity);
         let (source_is_node, degree) = if early.is_none() {
@@ -200,7 +218,7 @@ impl Preparer {
         } else {
             (false, None)
         };
-        let late = match (early, &group_arg) {
+        let late = match (early, group) {
             (None, Some(group)) => local_facts(
                 node,
                 &meta,
@@ -209,18 +227,24 @@ impl Preparer {
                 group,
                 degree,
                 (&mut self.strings, &mut self.shapes),
-            ),
+            )
+            .map(|facts| {
+                self.facts.push(facts);
+                (self.facts.len() - 1) as u32
+            }),
             _ => Err(Reason::UnknownProcessGroup),
         };
         self.local.push(TaggedCollective {
             node: id,
+            param,
+            group_name,
+            degree: degree
+                .filter(|d| *d > 1)
+                .and_then(|d| usize::try_from(d).ok())
+                .unwrap_or(0),
             kind,
-            param_name,
-            param_id,
-            group_arg,
             early,
             source_is_node,
-            degree,
             late,
         });
     }
@@ -230,29 +254,25 @@ impl Preparer {
     }
 
     /// The checks that need the graph's users, in the reference's order after the local ones.
-    pub(crate) fn finish(self, graph: &Graph) -> Prepared {
+    pub(crate) fn finish(mut self, graph: &Graph) -> Prepared {
         let mut scratch = ConsumerScratch::default();
-        let tagged = self
-            .local
-            .into_iter()
-            .map(|mut collective| {
-                if let Ok(facts) = collective.late.as_mut() {
-                    if let Err(reason) = structural_facts(
-                        graph,
-                        collective.node,
-                        collective.kind,
-                        facts,
-                        &mut scratch,
-                    ) {
-                        collective.late = Err(reason);
-                    }
+        for collective in &mut self.local {
+            if let Ok(index) = collective.late {
+                let facts = &mut self.facts[index as usize];
+                if let Err(reason) =
+                    structural_facts(graph, collective.node, collective.kind, facts, &mut scratch)
+                {
+                    collective.late = Err(reason);
                 }
-                collective
-            })
-            .collect();
+            }
+        }
         Prepared {
-            tagged,
-            names: self.names,
+            collectives: Collectives {
+                tagged: self.local,
+                facts: self.facts,
+                param_names: self.params.names,
+                group_names: self.groups.names,
+            },
             freed_wait: self.freed_wait,
         }
     }
@@ -341,7 +361,7 @@ fn local_facts(
         source,
         first_use: 0,
         reduce_op,
-        preparation: Vec::new(),
+        preparation: Box::default(),
     })
 }
 
@@ -368,7 +388,7 @@ fn structural_facts(
         if !consumers.all_output {
             return Err(Reason::NonOutputRsConsumer);
         }
-        facts.preparation = graph.rs_layout_preparation(id);
+        facts.preparation = graph.rs_layout_preparation(id).into_boxed_slice();
     }
     facts.wait = wait;
     facts.first_use = consumers.first;
@@ -555,11 +575,13 @@ impl ScopeEntry {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Admitted {
     /// Index in the planner's tagged collectives.
-    pub tagged: usize,
+    pub tagged: u32,
+    /// Index of its [`Facts`].
+    pub facts: u32,
     /// Index in the plan's scopes.
-    pub scope: usize,
+    pub scope: u32,
     /// Index in the plan's process groups.
-    pub group: usize,
+    pub group: u32,
 }
 
 /// The process groups of one plan, shared by its candidates.
@@ -599,14 +621,19 @@ pub(crate) struct ScanResult {
 
 /// `_scan_collectives` over prepared collectives: wire records, skip decisions and
 /// candidates, in graph order.
-pub(crate) fn scan(
-    tagged: &[TaggedCollective],
-    param_names: &[Arc<str>],
-    args: &ValidatedArgs,
-) -> ScanResult {
+pub(crate) fn scan(collectives: &Collectives, args: &ValidatedArgs) -> ScanResult {
+    let Collectives {
+        tagged,
+        param_names,
+        group_names,
+        ..
+    } = collectives;
     let mut decisions = Vec::new();
     let mut candidates = Vec::with_capacity(tagged.len());
     let groups = Groups::new(args);
+    // The plan's group for each process-group name the graph uses, looked up once.
+    let group_of_name: Vec<Option<usize>> =
+        group_names.iter().map(|name| groups.find(name)).collect();
     // Wire records per process group, by the group's index in `groups`.
     let mut wire: Vec<Vec<WireRecord>> = vec![Vec::new(); groups.entries.len()];
     // With module plans, scope `i` is plan group `i`; without, scopes are parent modules (or
@@ -622,7 +649,8 @@ pub(crate) fn scan(
     let mut param_scope: Vec<Option<Option<usize>>> = vec![None; param_names.len()];
     let mut param_seen = vec![false; param_names.len()];
     for (index, collective) in tagged.iter().enumerate() {
-        let scope = collective.param_id.and_then(|pid| {
+        let param = collective.param.map(|p| p as usize);
+        let scope = param.and_then(|pid| {
             *param_scope[pid].get_or_insert_with(|| {
                 let name = &*param_names[pid];
                 match &module_index {
@@ -648,14 +676,16 @@ pub(crate) fn scan(
                 }
             })
         });
-        if let (Some(slot), Some(pid)) = (scope, collective.param_id) {
+        if let (Some(slot), Some(pid)) = (scope, param) {
             if !param_seen[pid] {
                 param_seen[pid] = true;
                 scopes[slot].params.push(pid);
             }
             scopes[slot].collectives += 1;
         }
-        let group = collective.group_arg.as_deref().and_then(|g| groups.find(g));
+        let group = collective
+            .group_name
+            .and_then(|name| group_of_name[name as usize]);
         if let Some(group) = group {
             wire[group].push(WireRecord {
                 node: collective.node,
@@ -667,10 +697,11 @@ pub(crate) fn scan(
             admit(collective, group, &groups, scope)
         };
         match outcome {
-            Ok((scope, group)) => candidates.push(Admitted {
-                tagged: index,
-                scope,
-                group,
+            Ok((facts, scope, group)) => candidates.push(Admitted {
+                tagged: index as u32,
+                facts,
+                scope: scope as u32,
+                group: group as u32,
             }),
             Err(reason) => decisions.push(Decision {
                 node: collective.node,
@@ -692,13 +723,13 @@ pub(crate) fn scan(
 }
 
 /// The argument-dependent checks of `_candidate`, in the reference's order around the local
-/// ones made at preparation; the admitted collective's scope and group.
+/// ones made at preparation; the admitted collective's facts, scope and group.
 fn admit(
     collective: &TaggedCollective,
     group: Option<usize>,
     groups: &Groups,
     scope: Option<usize>,
-) -> Result<(usize, usize), Reason> {
+) -> Result<(u32, usize, usize), Reason> {
     if let Some(reason) = collective.early {
         return Err(reason);
     }
@@ -706,43 +737,37 @@ fn admit(
     let Some(group) = group.filter(|_| collective.source_is_node) else {
         return Err(Reason::UnknownProcessGroup);
     };
-    let ranks = &groups.entries[group].1;
-    match collective.degree {
-        Some(degree) if degree > 1 && degree == ranks.len() as i128 => {}
-        _ => return Err(Reason::GroupSizeMismatch),
+    // `degree` is 0 unless above 1.
+    if collective.degree != groups.entries[group].1.len() || collective.degree == 0 {
+        return Err(Reason::GroupSizeMismatch);
     }
-    collective.late.as_ref().map_err(|reason| *reason)?;
+    let facts = collective.late?;
     let Some(scope) = scope else {
         return Err(Reason::OutsideModulePlan);
     };
-    Ok((scope, group))
+    Ok((facts, scope, group))
 }
 
 impl Admitted {
-    /// The prepared facts; every admitted collective has them.
-    pub(crate) fn facts<'a>(&self, tagged: &'a [TaggedCollective]) -> Option<&'a Facts> {
-        tagged[self.tagged].late.as_ref().ok()
-    }
-
     /// The full candidate (`_candidate`'s result).
     pub(crate) fn candidate(
         &self,
-        tagged: &[TaggedCollective],
+        collectives: &Collectives,
         scopes: &[ScopeEntry],
         groups: &Groups,
-    ) -> Option<Candidate> {
-        let collective = &tagged[self.tagged];
-        let facts = self.facts(tagged)?;
-        let scope = &scopes[self.scope];
-        let (group, ranks) = &groups.entries[self.group];
-        Some(Candidate {
+    ) -> Candidate {
+        let collective = &collectives.tagged[self.tagged as usize];
+        let facts = &collectives.facts[self.facts as usize];
+        let scope = &scopes[self.scope as usize];
+        let (group, ranks) = &groups.entries[self.group as usize];
+        Candidate {
             launch: collective.node,
             wait: facts.wait,
             source: facts.source,
+            // Facts exist only for a collective with a parameter name.
             param_name: collective
-                .param_name
-                .clone()
-                .unwrap_or_else(|| Arc::from("")),
+                .param
+                .map_or_else(|| Arc::from(""), |p| collectives.param_names[p as usize].clone()),
             state_idx: facts.state_idx,
             kind: collective.kind,
             backward: facts.backward,
@@ -757,7 +782,7 @@ impl Admitted {
             ready: facts.source,
             first_use: facts.first_use,
             reduce_op: facts.reduce_op,
-        })
+        }
     }
 }
 

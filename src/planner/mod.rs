@@ -516,9 +516,7 @@ pub struct Planner<G: Borrow<Graph>> {
     graph: G,
     barriers: buckets::Barriers,
     /// Nodes whose `comm_type` is a planned kind, in graph order, with their local checks.
-    tagged: Vec<candidates::TaggedCollective>,
-    /// Distinct parameter names of the tagged collectives.
-    param_names: Vec<Arc<str>>,
+    collectives: candidates::Collectives,
     signature: String,
 }
 
@@ -550,8 +548,7 @@ impl<G: Borrow<Graph>> Planner<G> {
         Planner {
             graph,
             barriers,
-            tagged: prepared.tagged,
-            param_names: prepared.names,
+            collectives: prepared.collectives,
             signature,
         }
     }
@@ -584,7 +581,7 @@ impl<G: Borrow<Graph>> Planner<G> {
 
 fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -> BucketPlan {
     let graph = planner.graph();
-    let scan = candidates::scan(&planner.tagged, &planner.param_names, args);
+    let scan = candidates::scan(&planner.collectives, args);
     let candidates::ScanResult {
         candidates,
         groups,
@@ -599,10 +596,9 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
         &planner.barriers,
         buckets::Admissions {
             admitted: &candidates,
-            tagged: &planner.tagged,
+            collectives: &planner.collectives,
             scopes: &scopes,
             groups: &groups,
-            param_names: &planner.param_names,
         },
         &args.policy,
         &mut decisions,
@@ -617,7 +613,7 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
         bucket.bucket_id = id;
     }
     let unmatched_module_paths = if args.module_plans.is_some() {
-        candidates::unmatched_module_paths(&scopes, &planner.param_names)
+        candidates::unmatched_module_paths(&scopes, &planner.collectives.param_names)
     } else {
         Vec::new()
     };
