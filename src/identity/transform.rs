@@ -392,7 +392,7 @@ pub fn bucket_identities(
             });
         }
         buckets.push(BucketIdentity {
-            bucket_id: bucket.bucket_id.clone(),
+            bucket_id: bucket.bucket_id.to_string(),
             members: bucket.members.iter().map(|m| m.launch).collect(),
             producer: combined.role.as_ref().map(|_| PLANNER_PRODUCER.to_string()),
             role: combined.role,

@@ -7,7 +7,7 @@
 //! planning grows near-linearly with graph size.
 
 use super::candidates::{Admitted, Collectives, Groups, ScopeEntry};
-use super::{Action, Bucket, BucketPolicy, Decision, FastMap, FastSet, Reason};
+use super::{Action, Bucket, BucketId, BucketPolicy, CompatibilityKey, Decision, FastMap, FastSet, Reason};
 use crate::dump::Op;
 use crate::graph::{CommTag, Graph, NodeFacts, NodeId};
 use std::sync::Arc;
@@ -321,6 +321,7 @@ pub(crate) fn physical_buckets(
     barriers: &Barriers,
     plan: Admissions,
     policy: &BucketPolicy,
+    id_prefix: &Arc<str>,
     decisions: &mut Vec<Decision>,
 ) -> Vec<Bucket> {
     let Admissions {
@@ -332,6 +333,8 @@ pub(crate) fn physical_buckets(
     let param_names = &collectives.param_names[..];
     // Keys get ids in first-seen order: the reference's dict of groups.
     let mut key_ids: FastMap<KeyParts, usize> = FastMap::default();
+    // Each key once, shared by its candidates.
+    let mut keys: Vec<Arc<CompatibilityKey>> = Vec::new();
     let scope_ids = first_fqn_ids(scopes);
     let mut members: Vec<Member> = Vec::with_capacity(admitted.len());
     members.extend(admitted.iter().enumerate().map(|(index, a)| {
@@ -346,8 +349,10 @@ pub(crate) fn physical_buckets(
             device: Arc::as_ptr(&facts.device) as *const u8 as usize,
             reduce_op: facts.reduce_op,
         };
-        let next = key_ids.len();
-        let key = *key_ids.entry(parts).or_insert(next);
+        let key = *key_ids.entry(parts).or_insert_with(|| {
+            keys.push(Arc::new(a.key(collectives, scopes, groups)));
+            keys.len() - 1
+        });
         Member {
             index,
             key,
@@ -428,18 +433,13 @@ pub(crate) fn physical_buckets(
     // Each candidate is built once, in its final bucket.
     done.ranges
         .iter()
-        .map(|&(_, start, end)| {
-            // Sized exactly: most buckets are singletons.
-            let mut members = Vec::with_capacity(end - start);
-            members.extend(
-                done.members[start..end]
-                    .iter()
-                    .map(|m| admitted[m.index].candidate(collectives, scopes, groups)),
-            );
-            Bucket {
-                bucket_id: String::new(),
-                members,
-            }
+        .enumerate()
+        .map(|(index, &(_, start, end))| Bucket {
+            bucket_id: BucketId::with_prefix(id_prefix, index),
+            members: done.members[start..end]
+                .iter()
+                .map(|m| admitted[m.index].candidate(collectives, scopes, &keys[m.key]))
+                .collect(),
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 //! ones (group ranks, module plans, parallel mode) to a compact array, in the reference's order.
 
 use super::args::{self, ValidatedArgs};
-use super::{Action, Candidate, CollectiveKind, Decision, Reason, WireRecord};
+use super::{Action, Candidate, CollectiveKind, CompatibilityKey, Decision, Reason, WireRecord};
 use super::{FastMap, FastSet};
 use crate::dump::{lookup, Node, Op};
 use crate::graph::{is_free_tensor_storage, is_op, CommTag, Graph, NodeFacts, NodeId};
@@ -749,38 +749,50 @@ fn admit(
 }
 
 impl Admitted {
-    /// The full candidate (`_candidate`'s result).
+    /// The full candidate (`_candidate`'s result), with its compatibility key.
     pub(crate) fn candidate(
         &self,
         collectives: &Collectives,
         scopes: &[ScopeEntry],
-        groups: &Groups,
+        key: &Arc<CompatibilityKey>,
     ) -> Candidate {
         let collective = &collectives.tagged[self.tagged as usize];
         let facts = &collectives.facts[self.facts as usize];
-        let scope = &scopes[self.scope as usize];
-        let (group, ranks) = &groups.entries[self.group as usize];
         Candidate {
             launch: collective.node,
             wait: facts.wait,
             source: facts.source,
+            ready: facts.source,
+            first_use: facts.first_use,
             // Facts exist only for a collective with a parameter name.
             param_name: collective
                 .param
                 .map_or_else(|| Arc::from(""), |p| collectives.param_names[p as usize].clone()),
             state_idx: facts.state_idx,
-            kind: collective.kind,
+            input_shape: facts.input_shape.clone(),
+            output_shape: facts.output_shape.clone(),
+            key: key.clone(),
+            module_fqns: scopes[self.scope as usize].fqns.clone(),
+        }
+    }
+
+    /// The compatibility key (`Candidate.key`).
+    pub(crate) fn key(
+        &self,
+        collectives: &Collectives,
+        scopes: &[ScopeEntry],
+        groups: &Groups,
+    ) -> CompatibilityKey {
+        let facts = &collectives.facts[self.facts as usize];
+        let (group, ranks) = &groups.entries[self.group as usize];
+        CompatibilityKey {
+            kind: collectives.tagged[self.tagged as usize].kind,
             backward: facts.backward,
-            scope: scope.first.clone(),
-            module_fqns: scope.fqns.clone(),
+            scope: scopes[self.scope as usize].first.clone(),
             group: group.clone(),
             ranks: ranks.clone(),
             dtype: facts.dtype,
             device: facts.device.clone(),
-            input_shape: facts.input_shape.clone(),
-            output_shape: facts.output_shape.clone(),
-            ready: facts.source,
-            first_use: facts.first_use,
             reduce_op: facts.reduce_op,
         }
     }

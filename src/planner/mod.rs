@@ -20,6 +20,7 @@ use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
 use std::borrow::Borrow;
+use std::fmt;
 use std::sync::Arc;
 
 /// The collective kinds the planner buckets (`_KINDS`), by `comm_type` tag.
@@ -242,31 +243,27 @@ pub struct Decision {
 }
 
 /// One communication instance with static layout and scheduling bounds (`Candidate`).
+///
+/// What every candidate of a compatibility group has in common is one shared
+/// [`CompatibilityKey`]: a plan of a large graph builds hundreds of thousands of candidates,
+/// and each costs what it copies and what it reference-counts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
     pub launch: NodeId,
     pub wait: NodeId,
     pub source: NodeId,
-    pub param_name: Arc<str>,
-    pub state_idx: i128,
-    pub kind: CollectiveKind,
-    pub backward: bool,
-    /// The first FQN of the owning module group (shared by the group's candidates).
-    pub scope: Arc<str>,
-    pub module_fqns: Arc<[String]>,
-    pub group: Arc<str>,
-    pub ranks: Arc<[i128]>,
-    /// One of the four planned dtypes (`torch.float32`, ...).
-    pub dtype: &'static str,
-    pub device: Arc<str>,
-    pub input_shape: Arc<[i128]>,
-    pub output_shape: Arc<[i128]>,
-    /// Graph position of the input.
+    /// Graph position of the input (the reference keeps it apart from `source`).
     pub ready: NodeId,
     /// Graph position of the earliest real consumer of the waited result.
     pub first_use: NodeId,
-    /// `sum` or `avg` for a reduce-scatter.
-    pub reduce_op: Option<&'static str>,
+    pub param_name: Arc<str>,
+    pub state_idx: i128,
+    pub input_shape: Arc<[i128]>,
+    pub output_shape: Arc<[i128]>,
+    /// `(kind, backward, scope, group, ranks, dtype, device, reduce_op)`.
+    pub key: Arc<CompatibilityKey>,
+    /// The owning module group's FQNs; `key.scope` is the first.
+    pub module_fqns: Arc<[String]>,
 }
 
 /// Bytes per element of the dtypes the planner accepts.
@@ -286,7 +283,7 @@ pub fn numel(shape: &[i128]) -> u128 {
         .unwrap_or(u128::MAX)
 }
 
-/// A collective's bytes: `max(numel(input), numel(output)) * itemsize`.
+/// `Candidate.size_bytes`: `max(numel(input), numel(output)) * itemsize`.
 pub fn size_bytes(input_shape: &[i128], output_shape: &[i128], dtype: &str) -> u128 {
     numel(input_shape)
         .max(numel(output_shape))
@@ -296,31 +293,18 @@ pub fn size_bytes(input_shape: &[i128], output_shape: &[i128], dtype: &str) -> u
 impl Candidate {
     /// `max(numel(input), numel(output)) * itemsize`.
     pub fn size_bytes(&self) -> u128 {
-        size_bytes(&self.input_shape, &self.output_shape, self.dtype)
-    }
-
-    /// The compatibility key (`Candidate.key`).
-    pub fn key(&self) -> CompatibilityKey {
-        CompatibilityKey {
-            kind: self.kind,
-            backward: self.backward,
-            scope: self.scope.clone(),
-            group: self.group.clone(),
-            ranks: self.ranks.clone(),
-            dtype: self.dtype,
-            device: self.device.clone(),
-            reduce_op: self.reduce_op,
-        }
+        size_bytes(&self.input_shape, &self.output_shape, self.key.dtype)
     }
 
     /// `device_type` of the report: the device string before `:`.
     pub fn device_type(&self) -> &str {
-        self.device.split(':').next().unwrap_or(&self.device)
+        let device = &self.key.device;
+        device.split(':').next().unwrap_or(device)
     }
 
     /// Elements this member contributes to the packed local buffer.
     pub fn local_numel(&self) -> u128 {
-        if self.kind.is_reduce_scatter() {
+        if self.key.kind.is_reduce_scatter() {
             numel(&self.output_shape)
         } else {
             numel(&self.input_shape)
@@ -328,33 +312,74 @@ impl Candidate {
     }
 }
 
-/// Everything that must match for two collectives to share one launch.
+/// Everything that must match for two collectives to share one launch (`Candidate.key`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CompatibilityKey {
     pub kind: CollectiveKind,
     pub backward: bool,
+    /// The first FQN of the owning module group.
     pub scope: Arc<str>,
     pub group: Arc<str>,
     pub ranks: Arc<[i128]>,
+    /// One of the four planned dtypes (`torch.float32`, ...).
     pub dtype: &'static str,
     pub device: Arc<str>,
+    /// `sum` or `avg` for a reduce-scatter.
     pub reduce_op: Option<&'static str>,
 }
 
 /// Ordered members of a proposed bucket; a singleton means no fusion.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bucket {
-    pub bucket_id: String,
+    pub bucket_id: BucketId,
     pub members: Vec<Candidate>,
+}
+
+/// A bucket's id, `"<first 12 characters of the graph signature>:bucket_<index>"`, written
+/// out when shown: a plan of a large graph has hundreds of thousands of buckets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketId {
+    /// `"<signature[:12]>:bucket_"`, shared by the plan's buckets.
+    prefix: Arc<str>,
+    index: usize,
+}
+
+impl BucketId {
+    pub fn new(signature: &str, index: usize) -> BucketId {
+        BucketId::with_prefix(&BucketId::prefix(signature), index)
+    }
+
+    /// The prefix of every bucket id of a graph with this signature.
+    pub(crate) fn prefix(signature: &str) -> Arc<str> {
+        Arc::from(format!("{}:bucket_", signature.get(..12).unwrap_or(signature)))
+    }
+
+    pub(crate) fn with_prefix(prefix: &Arc<str>, index: usize) -> BucketId {
+        BucketId {
+            prefix: prefix.clone(),
+            index,
+        }
+    }
+
+    /// The bucket's position in its plan.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+impl fmt::Display for BucketId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.prefix, self.index)
+    }
 }
 
 impl Bucket {
     pub fn supports_rs_rewrite(&self) -> bool {
-        self.members.len() > 1 && self.members[0].kind.is_reduce_scatter()
+        self.members.len() > 1 && self.members[0].key.kind.is_reduce_scatter()
     }
 
     pub fn supports_ag_rewrite(&self) -> bool {
-        self.members.len() > 1 && !self.members[0].kind.is_reduce_scatter()
+        self.members.len() > 1 && !self.members[0].key.kind.is_reduce_scatter()
     }
 
     pub fn size_bytes(&self) -> u128 {
@@ -591,7 +616,7 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
         tagged_count,
     } = scan;
     let candidate_count = candidates.len();
-    let mut buckets = buckets::physical_buckets(
+    let buckets = buckets::physical_buckets(
         graph,
         &planner.barriers,
         buckets::Admissions {
@@ -601,17 +626,10 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
             groups: &groups,
         },
         &args.policy,
+        &BucketId::prefix(&planner.signature),
         &mut decisions,
     );
     let signature = planner.signature.clone();
-    let prefix = format!("{}:bucket_", signature.get(..12).unwrap_or(&signature));
-    for (index, bucket) in buckets.iter_mut().enumerate() {
-        use std::fmt::Write;
-        let mut id = String::with_capacity(prefix.len() + 8);
-        id.push_str(&prefix);
-        let _ = write!(id, "{index}");
-        bucket.bucket_id = id;
-    }
     let unmatched_module_paths = if args.module_plans.is_some() {
         candidates::unmatched_module_paths(&scopes, &planner.collectives.param_names)
     } else {
@@ -687,24 +705,67 @@ mod tests {
         }
     }
 
-    /// Buckets are cut over compact key ids; every bucket's members still share one
-    /// `Candidate::key`.
+    /// Buckets are cut over compact key ids and each key is built once per plan; every
+    /// candidate's key is still what its own node says, and a bucket's members share it. Some
+    /// collectives are moved to another device or dtype so that keys differ within a scope.
     #[test]
-    fn bucket_members_share_their_compatibility_key() {
+    fn every_candidate_has_its_own_nodes_key() {
+        use crate::dump::lookup;
         let text = crate::synth::synthetic_dump(crate::synth::SynthSpec {
             layers: 3,
             degree: 4,
             hidden: 16,
         });
-        let planner: Planner<Graph> = read_prepared(text.as_bytes()).unwrap();
-        let plan = planner
-            .plan(&crate::resolve_args(planner.graph(), None))
-            .unwrap();
-        assert!(plan.buckets.iter().any(|b| b.members.len() > 1));
-        for bucket in &plan.buckets {
-            let key = bucket.members[0].key();
-            assert!(bucket.members.iter().all(|m| m.key() == key));
+        let mut varied = String::new();
+        for (i, chunk) in text.split("\"fsdp_bucket_spec\"").enumerate() {
+            if i > 0 {
+                varied.push_str("\"fsdp_bucket_spec\"");
+            }
+            let chunk = match i % 6 {
+                2 => chunk.replacen("cuda:0", "cuda:1", 1),
+                4 => chunk.replacen("torch.float32", "torch.bfloat16", 1),
+                _ => chunk.to_string(),
+            };
+            varied.push_str(&chunk);
         }
+        let planner: Planner<Graph> = read_prepared(varied.as_bytes()).unwrap();
+        let graph = planner.graph();
+        let plan = planner.plan(&crate::resolve_args(graph, None)).unwrap();
+        assert!(plan.buckets.iter().any(|b| b.members.len() > 1));
+        let mut devices = std::collections::BTreeSet::new();
+        let mut dtypes = std::collections::BTreeSet::new();
+        for bucket in &plan.buckets {
+            assert!(bucket.members.iter().all(|m| m.key == bucket.members[0].key));
+            for member in &bucket.members {
+                let node = graph.node(member.launch);
+                let spec = lookup(&node.meta, "fsdp_bucket_spec")
+                    .and_then(PyValue::as_dict)
+                    .unwrap();
+                let key = &member.key;
+                assert_eq!(Some(&*key.device), lookup(spec, "device").and_then(PyValue::as_str));
+                let dtype = match lookup(spec, "dtype") {
+                    Some(PyValue::Dtype(d)) => d.as_str(),
+                    other => panic!("dtype {other:?}"),
+                };
+                assert_eq!(key.dtype, dtype);
+                assert_eq!(Some(&*key.group), node.args.last().and_then(PyValue::as_str));
+                assert_eq!(
+                    key.kind.as_str(),
+                    lookup(&node.meta, "comm_type").and_then(PyValue::as_str).unwrap()
+                );
+                assert_eq!(key.backward, graph.facts(member.launch).backward);
+                // The synthetic dump plans one module group per layer.
+                assert_eq!(*key.scope, member.module_fqns[0]);
+                assert!(member.module_fqns.iter().any(|fqn| member
+                    .param_name
+                    .strip_prefix(fqn.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))));
+                devices.insert(key.device.to_string());
+                dtypes.insert(key.dtype);
+            }
+        }
+        assert_eq!(devices.len(), 2);
+        assert_eq!(dtypes.len(), 2);
     }
 
     #[test]

@@ -34,19 +34,20 @@ pub fn describe_candidate(candidate: &Candidate) -> PyValue {
     dict([
         ("param_name", PyValue::Str(candidate.param_name.to_string())),
         ("state_idx", PyValue::Int(candidate.state_idx)),
-        ("kind", PyValue::Str(candidate.kind.as_str().into())),
-        ("backward", PyValue::Bool(candidate.backward)),
-        ("scope", PyValue::Str(candidate.scope.to_string())),
+        ("kind", PyValue::Str(candidate.key.kind.as_str().into())),
+        ("backward", PyValue::Bool(candidate.key.backward)),
+        ("scope", PyValue::Str(candidate.key.scope.to_string())),
         ("module_fqns", str_list(&candidate.module_fqns)),
-        ("group", PyValue::Str(candidate.group.to_string())),
-        ("ranks", int_list(&candidate.ranks)),
-        ("dtype", PyValue::Str(candidate.dtype.to_string())),
+        ("group", PyValue::Str(candidate.key.group.to_string())),
+        ("ranks", int_list(&candidate.key.ranks)),
+        ("dtype", PyValue::Str(candidate.key.dtype.to_string())),
         ("device_type", PyValue::Str(candidate.device_type().into())),
         ("input_shape", int_list(&candidate.input_shape)),
         ("output_shape", int_list(&candidate.output_shape)),
         (
             "reduce_op",
             candidate
+                .key
                 .reduce_op
                 .map_or(PyValue::None, |op| PyValue::Str(op.to_string())),
         ),
@@ -68,7 +69,7 @@ pub fn describe_bucket(bucket: &Bucket) -> PyValue {
         offset = offset.saturating_add(local_numel);
     }
     dict([
-        ("bucket_id", PyValue::Str(bucket.bucket_id.clone())),
+        ("bucket_id", PyValue::Str(bucket.bucket_id.to_string())),
         (
             "rewrite_supported",
             PyValue::Bool(bucket.supports_rs_rewrite() || bucket.supports_ag_rewrite()),
@@ -90,7 +91,7 @@ pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
     let layouts: Vec<PyValue> = plan
         .buckets
         .iter()
-        .filter(|b| b.members.first().is_some_and(|m| &*m.group == group))
+        .filter(|b| b.members.first().is_some_and(|m| &*m.key.group == group))
         .map(|b| PyValue::List(b.members.iter().map(describe_candidate).collect()))
         .collect();
     let wire = plan
@@ -319,11 +320,11 @@ pub fn plan_to_text(plan: &BucketPlan, graph: &Graph) -> String {
             out,
             "bucket {}: {} {} on {} (ranks {:?}), scope {}, {} member{}, {} bytes, window {} -> {}{}",
             bucket.bucket_id,
-            first.kind.as_str(),
-            if first.backward { "backward" } else { "forward" },
-            first.group,
-            first.ranks,
-            first.scope,
+            first.key.kind.as_str(),
+            if first.key.backward { "backward" } else { "forward" },
+            first.key.group,
+            first.key.ranks,
+            first.key.scope,
             bucket.members.len(),
             if bucket.members.len() == 1 { "" } else { "s" },
             bucket.size_bytes(),
@@ -340,7 +341,7 @@ pub fn plan_to_text(plan: &BucketPlan, graph: &Graph) -> String {
                 member.state_idx,
                 member.input_shape,
                 member.output_shape,
-                member.dtype
+                member.key.dtype
             );
         }
     }

@@ -306,17 +306,17 @@ impl TimelineInput {
                 members.push(CollectiveIn {
                     node: c.launch as u32,
                     name: roles.name(graph, c.launch),
-                    kind: kind_of(c.kind),
-                    backward: c.backward,
+                    kind: kind_of(c.key.kind),
+                    backward: c.key.backward,
                     role,
                     source,
                     param_name: Some(share(&mut shared, &c.param_name)),
-                    group: Some(share(&mut shared, &c.group)),
+                    group: Some(share(&mut shared, &c.key.group)),
                     size_bytes: u64::try_from(c.size_bytes()).unwrap_or(u64::MAX),
                 });
             }
             buckets.push(BucketIn {
-                id: b.bucket_id.clone(),
+                id: b.bucket_id.to_string(),
                 latest_input: b.latest_input() as u32,
                 earliest_consumer: b.earliest_consumer() as u32,
                 members,
