@@ -6,7 +6,7 @@ use crate::dump::ModuleEntry;
 use crate::value::{py_is_space, py_repr_str, PyValue};
 use indexmap::IndexMap;
 use serde_json::Value as J;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 
 /// Normalised module groups: disjoint FQN prefixes in caller order.
@@ -271,8 +271,8 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
 }
 
 /// `match_module_bucket`: the first group with an FQN that is a dot-boundary prefix of the
-/// parameter name, or `None` when unselected. (The planner uses [`ModuleIndex`], which
-/// answers the same question by lookup.)
+/// parameter name, or `None` when unselected. (The planner answers the same question by
+/// walking a parameter's module paths, tested against this.)
 pub fn match_module_bucket<'a>(param_name: &str, plans: &'a ModulePlans) -> Option<&'a [String]> {
     plans
         .iter()
@@ -289,30 +289,6 @@ pub fn match_module_bucket<'a>(param_name: &str, plans: &'a ModulePlans) -> Opti
 /// The proper dot-boundary prefixes of a dotted name: `a.b.c` → `a`, `a.b`.
 pub fn dot_prefixes(name: &str) -> impl Iterator<Item = &str> {
     name.match_indices('.').map(move |(at, _)| &name[..at])
-}
-
-/// `match_module_bucket` over normalised plans, by prefix lookup: plans are disjoint, so at
-/// most one FQN of all groups is a dot-boundary prefix of a parameter name.
-#[derive(Clone, Debug, Default)]
-pub struct ModuleIndex {
-    owner: HashMap<String, usize>,
-}
-
-impl ModuleIndex {
-    pub fn new(plans: &ModulePlans) -> ModuleIndex {
-        let mut owner = HashMap::new();
-        for (index, group) in plans.iter().enumerate() {
-            for fqn in group {
-                owner.entry(fqn.clone()).or_insert(index);
-            }
-        }
-        ModuleIndex { owner }
-    }
-
-    /// The index of the group owning `param_name`, or `None` when unselected.
-    pub fn group_of(&self, param_name: &str) -> Option<usize> {
-        dot_prefixes(param_name).find_map(|prefix| self.owner.get(prefix).copied())
-    }
 }
 
 /// Whether a module's recorded type is the named block type: equal to the name or ending with
@@ -498,28 +474,6 @@ mod tests {
             plans(json!(["ab", "a"])).unwrap(),
             vec![vec!["ab".to_string()], vec!["a".to_string()]]
         );
-    }
-
-    #[test]
-    fn module_index_agrees_with_match_module_bucket() {
-        let groups = plans(json!(["layers.0", ["tok", "norm"], "layers.10.attention"])).unwrap();
-        let index = ModuleIndex::new(&groups);
-        for name in [
-            "layers.0.w",
-            "layers.01.w",
-            "layers.10.attention.wq.weight",
-            "norm.weight",
-            "tok",
-            "x.layers.0.w",
-            "layers.10.ffn.w",
-        ] {
-            let direct = match_module_bucket(name, &groups);
-            assert_eq!(
-                index.group_of(name).map(|g| groups[g].as_slice()),
-                direct,
-                "{name}"
-            );
-        }
     }
 
     #[test]

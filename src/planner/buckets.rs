@@ -7,7 +7,9 @@
 //! planning grows near-linearly with graph size.
 
 use super::candidates::{Admitted, Collectives, Groups, ScopeEntry};
-use super::{Action, Bucket, BucketId, BucketPolicy, CompatibilityKey, Decision, FastMap, FastSet, Reason};
+use super::{
+    Action, Bucket, BucketId, BucketPolicy, CompatibilityKey, Decision, FastMap, FastSet, Reason,
+};
 use crate::dump::Op;
 use crate::graph::{CommTag, Graph, NodeFacts, NodeId};
 use std::sync::Arc;

@@ -136,6 +136,10 @@ pub(crate) struct NameIds {
 }
 
 impl NameIds {
+    fn find(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
     fn id(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.ids.get(name) {
             return id;
@@ -147,6 +151,37 @@ impl NameIds {
     }
 }
 
+/// The module paths above a graph's parameters (`a` and `a.b` above `a.b.w`), each with its
+/// parent: a plan finds a parameter's scope by walking up these ids instead of hashing every
+/// dotted prefix of every name.
+#[derive(Default)]
+pub(crate) struct ModulePaths {
+    paths: NameIds,
+    /// Each path's parent path.
+    parent: Vec<Option<u32>>,
+}
+
+impl ModulePaths {
+    /// The id of the module directly above `name` (its longest proper dotted prefix), when
+    /// `name` has a dot; every ancestor is numbered on the way.
+    fn parent_of(&mut self, name: &str) -> Option<u32> {
+        let mut parent = None;
+        for path in args::dot_prefixes(name) {
+            let id = self.paths.id(path);
+            if id as usize == self.parent.len() {
+                self.parent.push(parent);
+            }
+            parent = Some(id);
+        }
+        parent
+    }
+
+    /// `path` and its ancestors, nearest first.
+    fn up_from(&self, path: Option<u32>) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(path, |&id| self.parent[id as usize])
+    }
+}
+
 /// Prepares every tagged collective of a graph in two steps: what each node says of itself,
 /// taken in graph order (while the reader has the node in cache, when it reads for planning),
 /// then what needs the graph's users.
@@ -155,6 +190,9 @@ pub(crate) struct Preparer {
     strings: Strings,
     shapes: Shapes,
     params: NameIds,
+    /// By parameter id.
+    param_parent: Vec<Option<u32>>,
+    modules: ModulePaths,
     groups: NameIds,
     /// Tagged collectives after the checks their own nodes answer; the [`Facts`] of those
     /// that passed wait for `finish` to fill in `wait`, `first_use` and `preparation`.
@@ -176,6 +214,9 @@ pub(crate) struct Collectives {
     pub facts: Vec<Facts>,
     /// Distinct parameter names, by [`TaggedCollective::param`].
     pub param_names: Vec<Arc<str>>,
+    /// The module directly above each parameter, by parameter id.
+    pub param_parent: Vec<Option<u32>>,
+    pub modules: ModulePaths,
     /// Distinct process-group names, by [`TaggedCollective::group_name`].
     pub group_names: Vec<Arc<str>>,
 }
@@ -205,7 +246,13 @@ impl Preparer {
 
     fn visit_collective(&mut self, id: NodeId, node: &Node, kind: CollectiveKind, backward: bool) {
         let meta = PlannerMeta::read(node);
-        let param = meta.param_name().map(|name| self.params.id(name));
+        let param = meta.param_name().map(|name| {
+            let id = self.params.id(name);
+            if id as usize == self.param_parent.len() {
+                self.param_parent.push(self.modules.parent_of(name));
+            }
+            id
+        });
         let group = node.args.last().and_then(PyValue::as_str);
         let group_name = group.map(|g| self.groups.id(g));
         let arity = if kind.is_reduce_scatter() { 4 } else { 3 };
@@ -271,6 +318,8 @@ impl Preparer {
                 tagged: self.local,
                 facts: self.facts,
                 param_names: self.params.names,
+                param_parent: self.param_parent,
+                modules: self.modules,
                 group_names: self.groups.names,
             },
             freed_wait: self.freed_wait,
@@ -636,52 +685,23 @@ pub(crate) fn scan(collectives: &Collectives, args: &ValidatedArgs) -> ScanResul
         group_names.iter().map(|name| groups.find(name)).collect();
     // Wire records per process group, by the group's index in `groups`.
     let mut wire: Vec<Vec<WireRecord>> = vec![Vec::new(); groups.entries.len()];
-    // With module plans, scope `i` is plan group `i`; without, scopes are parent modules (or
-    // `<parameter:NAME>`). A parameter's scope depends only on its name: resolve each once.
-    let mut scopes: Vec<ScopeEntry> = args
-        .module_plans
-        .iter()
-        .flatten()
-        .map(|group| ScopeEntry::new(group.clone()))
-        .collect();
-    let mut scope_by_name: FastMap<String, usize> = FastMap::default();
-    let module_index = args.module_plans.as_ref().map(args::ModuleIndex::new);
+    let mut scopes = PlanScopes::new(&collectives.modules, args.module_plans.as_ref());
+    // A parameter's scope depends only on its name: resolve each once.
     let mut param_scope: Vec<Option<Option<usize>>> = vec![None; param_names.len()];
     let mut param_seen = vec![false; param_names.len()];
     for (index, collective) in tagged.iter().enumerate() {
         let param = collective.param.map(|p| p as usize);
         let scope = param.and_then(|pid| {
             *param_scope[pid].get_or_insert_with(|| {
-                let name = &*param_names[pid];
-                match &module_index {
-                    Some(modules) => modules.group_of(name),
-                    None => {
-                        let parent = name.rsplit_once('.').map_or("", |(head, _)| head);
-                        let key = if parent.is_empty() {
-                            Cow::Owned(format!("<parameter:{name}>"))
-                        } else {
-                            Cow::Borrowed(parent)
-                        };
-                        // Most parameters share their module with others: look up before
-                        // allocating the key.
-                        Some(match scope_by_name.get(&*key) {
-                            Some(&slot) => slot,
-                            None => {
-                                scopes.push(ScopeEntry::new(vec![key.to_string()]));
-                                scope_by_name.insert(key.into_owned(), scopes.len() - 1);
-                                scopes.len() - 1
-                            }
-                        })
-                    }
-                }
+                scopes.of_param(&param_names[pid], collectives.param_parent[pid])
             })
         });
         if let (Some(slot), Some(pid)) = (scope, param) {
             if !param_seen[pid] {
                 param_seen[pid] = true;
-                scopes[slot].params.push(pid);
+                scopes.entries[slot].params.push(pid);
             }
-            scopes[slot].collectives += 1;
+            scopes.entries[slot].collectives += 1;
         }
         let group = collective
             .group_name
@@ -716,9 +736,81 @@ pub(crate) fn scan(collectives: &Collectives, args: &ValidatedArgs) -> ScanResul
         candidates,
         groups,
         wire,
-        scopes,
+        scopes: scopes.entries,
         decisions,
         tagged_count: tagged.len(),
+    }
+}
+
+/// The scopes of one plan. With module plans, scope `i` is plan group `i`; without, scopes are
+/// parent modules (or `<parameter:NAME>`), opened in first-seen order.
+struct PlanScopes<'a> {
+    entries: Vec<ScopeEntry>,
+    modules: &'a ModulePaths,
+    plans: bool,
+    /// With module plans: the group owning each module path, by path id (plans are disjoint,
+    /// so at most one of a parameter's ancestors is owned). Without: each parent path's
+    /// scope, filled as met.
+    path_scope: Vec<Option<usize>>,
+    by_name: FastMap<String, usize>,
+}
+
+impl<'a> PlanScopes<'a> {
+    fn new(modules: &'a ModulePaths, plans: Option<&args::ModulePlans>) -> PlanScopes<'a> {
+        let mut path_scope = vec![None; modules.parent.len()];
+        for (index, group) in plans.into_iter().flatten().enumerate() {
+            for fqn in group {
+                if let Some(id) = modules.paths.find(fqn) {
+                    path_scope[id as usize].get_or_insert(index);
+                }
+            }
+        }
+        PlanScopes {
+            entries: plans
+                .into_iter()
+                .flatten()
+                .map(|group| ScopeEntry::new(group.clone()))
+                .collect(),
+            modules,
+            plans: plans.is_some(),
+            path_scope,
+            by_name: FastMap::default(),
+        }
+    }
+
+    /// The scope of parameter `name`, whose parent module path is `parent`
+    /// ([`ModulePaths::parent_of`]); `None` when module plans leave it unselected.
+    fn of_param(&mut self, name: &str, parent: Option<u32>) -> Option<usize> {
+        if self.plans {
+            return self
+                .modules
+                .up_from(parent)
+                .find_map(|path| self.path_scope[path as usize]);
+        }
+        match parent {
+            Some(path) if !self.modules.paths.names[path as usize].is_empty() => {
+                if let Some(slot) = self.path_scope[path as usize] {
+                    return Some(slot);
+                }
+                let module = self.modules.paths.names[path as usize].clone();
+                let slot = self.open(Cow::Borrowed(&module));
+                self.path_scope[path as usize] = Some(slot);
+                Some(slot)
+            }
+            _ => Some(self.open(Cow::Owned(format!("<parameter:{name}>")))),
+        }
+    }
+
+    /// The scope named `key`, opened when new: scopes are found by name, so every parameter
+    /// whose key spells one module shares it.
+    fn open(&mut self, key: Cow<str>) -> usize {
+        if let Some(&slot) = self.by_name.get(&*key) {
+            return slot;
+        }
+        self.entries.push(ScopeEntry::new(vec![key.to_string()]));
+        self.by_name
+            .insert(key.into_owned(), self.entries.len() - 1);
+        self.entries.len() - 1
     }
 }
 
@@ -765,9 +857,10 @@ impl Admitted {
             ready: facts.source,
             first_use: facts.first_use,
             // Facts exist only for a collective with a parameter name.
-            param_name: collective
-                .param
-                .map_or_else(|| Arc::from(""), |p| collectives.param_names[p as usize].clone()),
+            param_name: collective.param.map_or_else(
+                || Arc::from(""),
+                |p| collectives.param_names[p as usize].clone(),
+            ),
             state_idx: facts.state_idx,
             input_shape: facts.input_shape.clone(),
             output_shape: facts.output_shape.clone(),
@@ -822,6 +915,57 @@ pub(crate) fn unmatched_module_paths(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PARAMETERS: [&str; 10] = [
+        "layers.0.w",
+        "layers.01.w",
+        "layers.10.attention.wq.weight",
+        "layers.10.ffn.w",
+        "norm.weight",
+        "tok",
+        "x.layers.0.w",
+        ".w",
+        "a..b",
+        "<parameter:tok>.w",
+    ];
+
+    /// Scopes found by walking module paths are the reference's: `match_module_bucket` with
+    /// module plans, the parent module (or `<parameter:NAME>`) without.
+    #[test]
+    fn plan_scopes_follow_the_reference_rules() {
+        let mut modules = ModulePaths::default();
+        let parents: Vec<Option<u32>> = PARAMETERS.iter().map(|p| modules.parent_of(p)).collect();
+        let plans =
+            args::normalize_module_bucket_plans(&PyValue::from_plain_json(&serde_json::json!([
+                "layers.0",
+                ["tok", "norm"],
+                "layers.10.attention",
+                "x"
+            ])))
+            .unwrap();
+        let mut planned = PlanScopes::new(&modules, Some(&plans));
+        for (name, parent) in PARAMETERS.iter().zip(&parents) {
+            let scope = planned.of_param(name, *parent);
+            assert_eq!(
+                scope.map(|s| &*planned.entries[s].fqns),
+                args::match_module_bucket(name, &plans),
+                "{name}"
+            );
+        }
+        let mut by_parent = PlanScopes::new(&modules, None);
+        for (name, parent) in PARAMETERS.iter().zip(&parents) {
+            let scope = by_parent.of_param(name, *parent).unwrap();
+            let expected = match name.rsplit_once('.') {
+                Some((head, _)) if !head.is_empty() => head.to_string(),
+                _ => format!("<parameter:{name}>"),
+            };
+            assert_eq!(*by_parent.entries[scope].first, expected, "{name}");
+        }
+        // `tok` and `<parameter:tok>.w` name one scope, as the reference's dict keys do.
+        let tok = by_parent.of_param("tok", parents[5]);
+        assert_eq!(tok, by_parent.of_param("<parameter:tok>.w", parents[9]));
+        assert_eq!(by_parent.entries.len(), 9);
+    }
 
     #[test]
     fn torch_device_strings() {

@@ -351,7 +351,10 @@ impl BucketId {
 
     /// The prefix of every bucket id of a graph with this signature.
     pub(crate) fn prefix(signature: &str) -> Arc<str> {
-        Arc::from(format!("{}:bucket_", signature.get(..12).unwrap_or(signature)))
+        Arc::from(format!(
+            "{}:bucket_",
+            signature.get(..12).unwrap_or(signature)
+        ))
     }
 
     pub(crate) fn with_prefix(prefix: &Arc<str>, index: usize) -> BucketId {
@@ -735,23 +738,34 @@ mod tests {
         let mut devices = std::collections::BTreeSet::new();
         let mut dtypes = std::collections::BTreeSet::new();
         for bucket in &plan.buckets {
-            assert!(bucket.members.iter().all(|m| m.key == bucket.members[0].key));
+            assert!(bucket
+                .members
+                .iter()
+                .all(|m| m.key == bucket.members[0].key));
             for member in &bucket.members {
                 let node = graph.node(member.launch);
                 let spec = lookup(&node.meta, "fsdp_bucket_spec")
                     .and_then(PyValue::as_dict)
                     .unwrap();
                 let key = &member.key;
-                assert_eq!(Some(&*key.device), lookup(spec, "device").and_then(PyValue::as_str));
+                assert_eq!(
+                    Some(&*key.device),
+                    lookup(spec, "device").and_then(PyValue::as_str)
+                );
                 let dtype = match lookup(spec, "dtype") {
                     Some(PyValue::Dtype(d)) => d.as_str(),
                     other => panic!("dtype {other:?}"),
                 };
                 assert_eq!(key.dtype, dtype);
-                assert_eq!(Some(&*key.group), node.args.last().and_then(PyValue::as_str));
+                assert_eq!(
+                    Some(&*key.group),
+                    node.args.last().and_then(PyValue::as_str)
+                );
                 assert_eq!(
                     key.kind.as_str(),
-                    lookup(&node.meta, "comm_type").and_then(PyValue::as_str).unwrap()
+                    lookup(&node.meta, "comm_type")
+                        .and_then(PyValue::as_str)
+                        .unwrap()
                 );
                 assert_eq!(key.backward, graph.facts(member.launch).backward);
                 // The synthetic dump plans one module group per layer.
