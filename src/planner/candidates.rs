@@ -131,8 +131,6 @@ impl<'a> PlannerMeta<'a> {
 #[derive(Default)]
 pub(crate) struct NameIds {
     ids: FastMap<Box<str>, u32>,
-    /// The strings, by id.
-    pub names: Vec<Arc<str>>,
 }
 
 impl NameIds {
@@ -144,10 +142,20 @@ impl NameIds {
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
-        let id = self.names.len() as u32;
-        self.names.push(Arc::from(name));
+        let id = self.ids.len() as u32;
         self.ids.insert(Box::from(name), id);
         id
+    }
+
+    /// The strings by id, allocated one after another in id order once the graph is read:
+    /// a plan clones them in about that order for its candidates, so it reads them in memory
+    /// order rather than wherever the reader's allocations left them.
+    fn names(&self) -> Vec<Arc<str>> {
+        let mut by_id = vec![""; self.ids.len()];
+        for (name, &id) in &self.ids {
+            by_id[id as usize] = name;
+        }
+        by_id.into_iter().map(Arc::from).collect()
     }
 }
 
@@ -157,6 +165,8 @@ impl NameIds {
 #[derive(Default)]
 pub(crate) struct ModulePaths {
     paths: NameIds,
+    /// The paths by id, once the graph is read.
+    names: Vec<Arc<str>>,
     /// Each path's parent path.
     parent: Vec<Option<u32>>,
 }
@@ -174,6 +184,14 @@ impl ModulePaths {
             parent = Some(id);
         }
         parent
+    }
+
+    /// The paths once every parameter is numbered, with their names.
+    fn finish(self) -> ModulePaths {
+        ModulePaths {
+            names: self.paths.names(),
+            ..self
+        }
     }
 
     /// `path` and its ancestors, nearest first.
@@ -317,10 +335,10 @@ impl Preparer {
             collectives: Collectives {
                 tagged: self.local,
                 facts: self.facts,
-                param_names: self.params.names,
+                param_names: self.params.names(),
                 param_parent: self.param_parent,
-                modules: self.modules,
-                group_names: self.groups.names,
+                modules: self.modules.finish(),
+                group_names: self.groups.names(),
             },
             freed_wait: self.freed_wait,
         }
@@ -788,11 +806,11 @@ impl<'a> PlanScopes<'a> {
                 .find_map(|path| self.path_scope[path as usize]);
         }
         match parent {
-            Some(path) if !self.modules.paths.names[path as usize].is_empty() => {
+            Some(path) if !self.modules.names[path as usize].is_empty() => {
                 if let Some(slot) = self.path_scope[path as usize] {
                     return Some(slot);
                 }
-                let module = self.modules.paths.names[path as usize].clone();
+                let module = self.modules.names[path as usize].clone();
                 let slot = self.open(Cow::Borrowed(&module));
                 self.path_scope[path as usize] = Some(slot);
                 Some(slot)
@@ -935,6 +953,7 @@ mod tests {
     fn plan_scopes_follow_the_reference_rules() {
         let mut modules = ModulePaths::default();
         let parents: Vec<Option<u32>> = PARAMETERS.iter().map(|p| modules.parent_of(p)).collect();
+        let modules = modules.finish();
         let plans =
             args::normalize_module_bucket_plans(&PyValue::from_plain_json(&serde_json::json!([
                 "layers.0",
