@@ -8,7 +8,8 @@
 
 use super::candidates::{Admitted, Collectives, Groups, ScopeEntry};
 use super::{
-    Action, Bucket, BucketId, BucketPolicy, CompatibilityKey, Decision, FastMap, FastSet, Reason,
+    Action, Bucket, BucketId, BucketMembers, BucketPolicy, CompatibilityKey, Decision, FastMap,
+    FastSet, Reason,
 };
 use crate::dump::Op;
 use crate::graph::{CommTag, Graph, NodeFacts, NodeId};
@@ -432,16 +433,22 @@ pub(crate) fn physical_buckets(
     }
     // Model declaration order never silently reorders the collective stream.
     done.ranges.sort_by_key(|(first, _, _)| *first);
-    // Each candidate is built once, in its final bucket.
-    done.ranges
-        .iter()
-        .enumerate()
-        .map(|(index, &(_, start, end))| Bucket {
-            bucket_id: BucketId::with_prefix(id_prefix, index),
-            members: done.members[start..end]
+    // Each candidate is built once, in its final bucket, into one array for all buckets.
+    let mut all = Vec::with_capacity(done.members.len());
+    let mut ends = Vec::with_capacity(done.ranges.len());
+    for &(_, start, end) in &done.ranges {
+        all.extend(
+            done.members[start..end]
                 .iter()
-                .map(|m| admitted[m.index].candidate(collectives, scopes, &keys[m.key]))
-                .collect(),
+                .map(|m| admitted[m.index].candidate(collectives, scopes, &keys[m.key])),
+        );
+        ends.push(all.len());
+    }
+    BucketMembers::split(all, &ends)
+        .enumerate()
+        .map(|(index, members)| Bucket {
+            bucket_id: BucketId::with_prefix(id_prefix, index),
+            members,
         })
         .collect()
 }

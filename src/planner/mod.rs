@@ -332,7 +332,72 @@ pub struct CompatibilityKey {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bucket {
     pub bucket_id: BucketId,
-    pub members: Vec<Candidate>,
+    pub members: BucketMembers,
+}
+
+/// A bucket's members, in order: a range of one array that the plan's buckets share. A plan
+/// of a large graph has hundreds of thousands of buckets, most of them singletons; they cost
+/// one allocation, written front to back, rather than one each.
+#[derive(Clone)]
+pub struct BucketMembers {
+    all: Arc<Vec<Candidate>>,
+    start: usize,
+    end: usize,
+}
+
+impl BucketMembers {
+    /// Each bucket's members, from every member in bucket order and each bucket's end.
+    pub(crate) fn split(
+        all: Vec<Candidate>,
+        ends: &[usize],
+    ) -> impl Iterator<Item = BucketMembers> + '_ {
+        let all = Arc::new(all);
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        starts.zip(ends).map(move |(start, &end)| BucketMembers {
+            all: all.clone(),
+            start,
+            end,
+        })
+    }
+}
+
+impl From<Vec<Candidate>> for BucketMembers {
+    fn from(members: Vec<Candidate>) -> BucketMembers {
+        BucketMembers {
+            end: members.len(),
+            all: Arc::new(members),
+            start: 0,
+        }
+    }
+}
+
+impl std::ops::Deref for BucketMembers {
+    type Target = [Candidate];
+
+    fn deref(&self) -> &[Candidate] {
+        self.all.get(self.start..self.end).unwrap_or_default()
+    }
+}
+
+impl<'a> IntoIterator for &'a BucketMembers {
+    type Item = &'a Candidate;
+    type IntoIter = std::slice::Iter<'a, Candidate>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl PartialEq for BucketMembers {
+    fn eq(&self, other: &BucketMembers) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for BucketMembers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// A bucket's id, `"<first 12 characters of the graph signature>:bucket_<index>"`, written
