@@ -6,7 +6,7 @@
 //! only scans the nodes it has not yet passed, jumping from one possible stop to the next, so
 //! planning grows near-linearly with graph size.
 
-use super::candidates::{Admitted, Collectives, Groups, ScopeEntry};
+use super::candidates::{Admitted, Collectives, Groups, ReduceOp, ScopeEntry};
 use super::{
     Action, Bucket, BucketId, BucketMembers, BucketPolicy, CompatibilityKey, Decision, FastMap,
     FastSet, Reason,
@@ -286,25 +286,25 @@ fn widen((lo, hi): (NodeId, NodeId), value: NodeId) -> (NodeId, NodeId) {
 
 /// A compatibility key ([`super::CompatibilityKey`]) by ids, equal exactly when the keys
 /// are: scopes by their first FQN, process groups by name (which fixes the ranks), devices by
-/// their interned string (one allocation per distinct device string in a graph).
+/// their id among the graph's distinct device strings.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct KeyParts {
     kind: super::CollectiveKind,
     backward: bool,
-    scope: usize,
-    group: usize,
-    dtype: &'static str,
-    device: usize,
-    reduce_op: Option<&'static str>,
+    dtype: u8,
+    reduce_op: Option<ReduceOp>,
+    scope: u32,
+    group: u32,
+    device: u32,
 }
 
 /// Each scope's id by its first FQN: scopes with the same first FQN share one.
-fn first_fqn_ids(scopes: &[ScopeEntry]) -> Vec<usize> {
-    let mut ids: FastMap<&str, usize> = FastMap::default();
+fn first_fqn_ids(scopes: &[ScopeEntry]) -> Vec<u32> {
+    let mut ids: FastMap<&str, u32> = FastMap::default();
     scopes
         .iter()
         .map(|scope| {
-            let next = ids.len();
+            let next = ids.len() as u32;
             *ids.entry(&scope.first).or_insert(next)
         })
         .collect()
@@ -347,9 +347,9 @@ pub(crate) fn physical_buckets(
             kind: collective.kind,
             backward: facts.backward,
             scope: scope_ids[a.scope as usize],
-            group: a.group as usize,
+            group: a.group,
             dtype: facts.dtype,
-            device: Arc::as_ptr(&facts.device) as *const u8 as usize,
+            device: facts.device,
             reduce_op: facts.reduce_op,
         };
         let key = *key_ids.entry(parts).or_insert_with(|| {
@@ -368,7 +368,7 @@ pub(crate) fn physical_buckets(
             first_use: facts.first_use,
             backward: facts.backward,
             reduce_scatter: collective.kind.is_reduce_scatter(),
-            preparation: &facts.preparation,
+            preparation: collectives.preparation(facts),
         }
     }));
     // Stable grouping by key id (a counting sort): each group keeps graph order.

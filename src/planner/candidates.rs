@@ -40,52 +40,69 @@ pub(crate) struct TaggedCollective {
 }
 
 /// The parsed layout and scheduling bounds of a collective that passed every local check.
-/// Shapes and strings are shared, so every plan's candidates clone them without allocating.
+/// Strings and shapes are by id into per-graph tables, so the record stays at 80 bytes: a
+/// plan reads one per candidate.
 #[derive(Clone, Debug)]
 pub(crate) struct Facts {
     pub state_idx: i128,
     /// `Candidate::size_bytes`, computed once.
     pub size_bytes: u128,
-    pub input_shape: Arc<[i128]>,
-    pub output_shape: Arc<[i128]>,
-    pub device: Arc<str>,
-    pub dtype: &'static str,
-    pub reduce_op: Option<&'static str>,
     pub wait: NodeId,
     pub source: NodeId,
     pub first_use: NodeId,
-    /// The reduce-scatter's layout-preparation nodes (`rs_layout_preparation`).
-    pub preparation: Box<[NodeId]>,
+    /// Index of `(input_shape, output_shape)` in [`Collectives::layouts`].
+    pub layout: u32,
+    /// Index of the device string in [`Collectives::devices`].
+    pub device: u32,
+    /// The reduce-scatter's layout-preparation nodes (`rs_layout_preparation`), as a range of
+    /// [`Collectives::preparations`].
+    pub preparation: (u32, u32),
+    /// Index in [`PLANNED_DTYPES`].
+    pub dtype: u8,
+    pub reduce_op: Option<ReduceOp>,
     pub backward: bool,
 }
 
-/// Interned strings, so equal values share one allocation.
-#[derive(Default)]
-struct Strings(FastMap<Box<str>, Arc<str>>);
-
-/// Interned shapes: a model's layers repeat a handful of them.
-#[derive(Default)]
-struct Shapes(FastMap<Vec<i128>, Arc<[i128]>>);
-
-impl Shapes {
-    fn get(&mut self, shape: Vec<i128>) -> Arc<[i128]> {
-        if let Some(shared) = self.0.get(&shape) {
-            return shared.clone();
-        }
-        let shared: Arc<[i128]> = Arc::from(shape.as_slice());
-        self.0.insert(shape, shared.clone());
-        shared
+impl Facts {
+    pub(crate) fn dtype(&self) -> &'static str {
+        PLANNED_DTYPES[self.dtype as usize]
     }
 }
 
-impl Strings {
-    fn get(&mut self, text: &str) -> Arc<str> {
-        if let Some(shared) = self.0.get(text) {
-            return shared.clone();
+/// The reduce ops a packable reduce-scatter may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ReduceOp {
+    Sum,
+    Avg,
+}
+
+impl ReduceOp {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Avg => "avg",
         }
-        let shared: Arc<str> = Arc::from(text);
-        self.0.insert(Box::from(text), shared.clone());
-        shared
+    }
+}
+
+/// Interned `(input_shape, output_shape)` pairs: a model's layers repeat a handful of them.
+#[derive(Default)]
+struct Layouts {
+    ids: FastMap<(Vec<i128>, Vec<i128>), u32>,
+    shapes: Vec<(Arc<[i128]>, Arc<[i128]>)>,
+}
+
+impl Layouts {
+    fn id(&mut self, input: Vec<i128>, output: Vec<i128>) -> u32 {
+        let key = (input, output);
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = self.shapes.len() as u32;
+        self.shapes
+            .push((Arc::from(key.0.as_slice()), Arc::from(key.1.as_slice())));
+        self.ids.insert(key, id);
+        id
     }
 }
 
@@ -205,8 +222,8 @@ impl ModulePaths {
 /// then what needs the graph's users.
 #[derive(Default)]
 pub(crate) struct Preparer {
-    strings: Strings,
-    shapes: Shapes,
+    layouts: Layouts,
+    devices: NameIds,
     params: NameIds,
     /// By parameter id.
     param_parent: Vec<Option<u32>>,
@@ -216,6 +233,7 @@ pub(crate) struct Preparer {
     /// that passed wait for `finish` to fill in `wait`, `first_use` and `preparation`.
     local: Vec<TaggedCollective>,
     facts: Vec<Facts>,
+    preparations: Vec<NodeId>,
     /// Nodes visited.
     visited: usize,
     /// Reshard frees that are exactly `_free_tensor_storage(wait)`, with the wait they free,
@@ -230,6 +248,12 @@ pub(crate) struct Collectives {
     pub tagged: Vec<TaggedCollective>,
     /// By [`TaggedCollective::late`] index.
     pub facts: Vec<Facts>,
+    /// Distinct `(input_shape, output_shape)` pairs, by [`Facts::layout`].
+    pub layouts: Vec<(Arc<[i128]>, Arc<[i128]>)>,
+    /// Distinct device strings, by [`Facts::device`].
+    pub devices: Vec<Arc<str>>,
+    /// Every reduce-scatter's layout-preparation nodes, by [`Facts::preparation`] range.
+    pub preparations: Vec<NodeId>,
     /// Distinct parameter names, by [`TaggedCollective::param`].
     pub param_names: Vec<Arc<str>>,
     /// The module directly above each parameter, by parameter id.
@@ -237,6 +261,17 @@ pub(crate) struct Collectives {
     pub modules: ModulePaths,
     /// Distinct process-group names, by [`TaggedCollective::group_name`].
     pub group_names: Vec<Arc<str>>,
+}
+
+impl Collectives {
+    /// A reduce-scatter's layout-preparation nodes.
+    pub(crate) fn preparation(&self, facts: &Facts) -> &[NodeId] {
+        let (start, len) = facts.preparation;
+        let start = start as usize;
+        self.preparations
+            .get(start..start + len as usize)
+            .unwrap_or_default()
+    }
 }
 
 /// The per-graph preparation, finished.
@@ -291,7 +326,7 @@ impl Preparer {
                 backward,
                 group,
                 degree,
-                (&mut self.strings, &mut self.shapes),
+                (&mut self.devices, &mut self.layouts),
             )
             .map(|facts| {
                 self.facts.push(facts);
@@ -324,8 +359,9 @@ impl Preparer {
         for collective in &mut self.local {
             if let Ok(index) = collective.late {
                 let facts = &mut self.facts[index as usize];
+                let buffers = (&mut scratch, &mut self.preparations);
                 if let Err(reason) =
-                    structural_facts(graph, collective.node, collective.kind, facts, &mut scratch)
+                    structural_facts(graph, collective.node, collective.kind, facts, buffers)
                 {
                     collective.late = Err(reason);
                 }
@@ -335,6 +371,9 @@ impl Preparer {
             collectives: Collectives {
                 tagged: self.local,
                 facts: self.facts,
+                layouts: self.layouts.shapes,
+                devices: self.devices.names(),
+                preparations: self.preparations,
                 param_names: self.params.names(),
                 param_parent: self.param_parent,
                 modules: self.modules.finish(),
@@ -378,7 +417,7 @@ fn local_facts(
     backward: bool,
     group: &str,
     degree: Option<i128>,
-    (strings, shapes): (&mut Strings, &mut Shapes),
+    (devices, layouts): (&mut NameIds, &mut Layouts),
 ) -> Result<Facts, Reason> {
     // `meta["comm_group"] != group`: only an equal `str` compares equal to a `str`.
     if let Some(comm_group) = meta.comm_group {
@@ -407,28 +446,27 @@ fn local_facts(
     } = layout(kind, degree.unwrap_or(0), spec)?;
     let reduce_op = if kind.is_reduce_scatter() {
         match node.args[1].as_str() {
-            Some("sum") => Some("sum"),
-            Some("avg") => Some("avg"),
+            Some("sum") => Some(ReduceOp::Sum),
+            Some("avg") => Some(ReduceOp::Avg),
             _ => None,
         }
     } else {
         None
     };
     let source = crate::dump::node_index(&node.args[0]).unwrap_or(0);
-    let size_bytes = super::size_bytes(&input_shape, &output_shape, dtype);
+    let size_bytes = super::size_bytes(&input_shape, &output_shape, PLANNED_DTYPES[dtype]);
     Ok(Facts {
         state_idx,
-        backward,
-        input_shape: shapes.get(input_shape),
-        output_shape: shapes.get(output_shape),
-        dtype,
         size_bytes,
-        device: strings.get(device),
         wait: 0,
         source,
         first_use: 0,
+        layout: layouts.id(input_shape, output_shape),
+        device: devices.id(device),
+        preparation: (0, 0),
+        dtype: dtype as u8,
         reduce_op,
-        preparation: Box::default(),
+        backward,
     })
 }
 
@@ -438,7 +476,7 @@ fn structural_facts(
     id: NodeId,
     kind: CollectiveKind,
     facts: &mut Facts,
-    scratch: &mut ConsumerScratch,
+    (scratch, preparations): (&mut ConsumerScratch, &mut Vec<NodeId>),
 ) -> Result<(), Reason> {
     let waits = graph.users(id);
     if waits.len() != 1 || !graph.is_wait(waits[0]) {
@@ -455,7 +493,9 @@ fn structural_facts(
         if !consumers.all_output {
             return Err(Reason::NonOutputRsConsumer);
         }
-        facts.preparation = graph.rs_layout_preparation(id).into_boxed_slice();
+        let start = preparations.len();
+        preparations.extend(graph.rs_layout_preparation(id));
+        facts.preparation = (start as u32, (preparations.len() - start) as u32);
     }
     facts.wait = wait;
     facts.first_use = consumers.first;
@@ -485,7 +525,8 @@ const PLANNED_DTYPES: [&str; 4] = [
 struct Layout<'a> {
     input_shape: Vec<i128>,
     output_shape: Vec<i128>,
-    dtype: &'static str,
+    /// Index in [`PLANNED_DTYPES`].
+    dtype: usize,
     device: &'a str,
 }
 
@@ -501,8 +542,8 @@ fn layout(
         return Err(Reason::UnknownOrDynamicShape);
     };
     let dtype = match lookup(spec, "dtype") {
-        Some(PyValue::Dtype(d)) => match PLANNED_DTYPES.iter().find(|p| **p == d.as_str()) {
-            Some(planned) => *planned,
+        Some(PyValue::Dtype(d)) => match PLANNED_DTYPES.iter().position(|p| *p == d.as_str()) {
+            Some(planned) => planned,
             None => return Err(Reason::UnsupportedDtype),
         },
         _ => return Err(Reason::UnsupportedDtype),
@@ -868,6 +909,7 @@ impl Admitted {
     ) -> Candidate {
         let collective = &collectives.tagged[self.tagged as usize];
         let facts = &collectives.facts[self.facts as usize];
+        let (input_shape, output_shape) = &collectives.layouts[facts.layout as usize];
         Candidate {
             launch: collective.node,
             wait: facts.wait,
@@ -880,8 +922,8 @@ impl Admitted {
                 |p| collectives.param_names[p as usize].clone(),
             ),
             state_idx: facts.state_idx,
-            input_shape: facts.input_shape.clone(),
-            output_shape: facts.output_shape.clone(),
+            input_shape: input_shape.clone(),
+            output_shape: output_shape.clone(),
             key: key.clone(),
             module_fqns: scopes[self.scope as usize].fqns.clone(),
         }
@@ -902,9 +944,9 @@ impl Admitted {
             scope: scopes[self.scope as usize].first.clone(),
             group: group.clone(),
             ranks: ranks.clone(),
-            dtype: facts.dtype,
-            device: facts.device.clone(),
-            reduce_op: facts.reduce_op,
+            dtype: facts.dtype(),
+            device: collectives.devices[facts.device as usize].clone(),
+            reduce_op: facts.reduce_op.map(ReduceOp::as_str),
         }
     }
 }
