@@ -8,8 +8,8 @@
 
 use super::candidates::{Admitted, Collectives, Groups, ReduceOp, ScopeEntry};
 use super::{
-    Action, Bucket, BucketId, BucketMembers, BucketPolicy, CompatibilityKey, Decision, FastMap,
-    FastSet, Reason,
+    Action, Bucket, BucketId, BucketMembers, BucketPolicy, Candidate, CompatibilityKey, Decision,
+    FastMap, FastSet, Reason,
 };
 use crate::dump::Op;
 use crate::graph::{CommTag, Graph, NodeFacts, NodeId};
@@ -259,23 +259,33 @@ impl<'a> OpenBucket<'a> {
             })
     }
 
-    /// `_finalize_bucket`: members in `(state_idx, param_name)` order, appended to `done`
-    /// (the bucket keeps its allocation for the next one).
-    fn finish(&mut self, param_names: &[Arc<str>], done: &mut FinishedBuckets<'a>) {
+    /// `_finalize_bucket`: members in `(state_idx, param_name)` order, built into candidates
+    /// at the end of `done` (the bucket keeps its allocation for the next one).
+    fn finish(
+        &mut self,
+        param_names: &[Arc<str>],
+        done: &mut FinishedBuckets,
+        candidate: impl Fn(&Member) -> Candidate,
+    ) {
         let name = |m: &Member| param_names.get(m.param).map_or("", |n| &**n);
-        self.members
-            .sort_by(|a, b| (a.state_idx, name(a)).cmp(&(b.state_idx, name(b))));
-        let start = done.members.len();
+        self.members.sort_by(|a, b| {
+            a.state_idx
+                .cmp(&b.state_idx)
+                .then_with(|| name(a).cmp(name(b)))
+        });
+        let start = done.candidates.len();
         let first_launch = self.members.iter().map(|m| m.launch).min().unwrap_or(0);
-        done.members.append(&mut self.members);
-        done.ranges.push((first_launch, start, done.members.len()));
+        done.candidates.extend(self.members.iter().map(candidate));
+        done.ranges
+            .push((first_launch, start, done.candidates.len()));
+        self.members.clear();
     }
 }
 
-/// Finished buckets, their members in one array: `(first launch, start, end)` per bucket.
-#[derive(Default)]
-struct FinishedBuckets<'a> {
-    members: Vec<Member<'a>>,
+/// Finished buckets, built while the loop has their members in cache: every candidate in
+/// one array, in the order buckets finish, and `(first launch, start, end)` per bucket.
+struct FinishedBuckets {
+    candidates: Vec<Candidate>,
     ranges: Vec<(NodeId, usize, usize)>,
 }
 
@@ -386,9 +396,11 @@ pub(crate) fn physical_buckets(
         cursor[m.key] += 1;
     }
     let mut done = FinishedBuckets {
-        members: Vec::with_capacity(members.len()),
+        candidates: Vec::with_capacity(members.len()),
         ranges: Vec::new(),
     };
+    // Each candidate is built once, in its final bucket.
+    let candidate = |m: &Member| admitted[m.index].candidate(collectives, scopes, &keys[m.key]);
     let mut open = OpenBucket::new();
     for range in group_start.windows(2) {
         let mut filling = false;
@@ -405,7 +417,7 @@ pub(crate) fn physical_buckets(
                 match reason {
                     Some(reason) => {
                         let previous = open.members.last().map(|m| m.launch);
-                        open.finish(param_names, &mut done);
+                        open.finish(param_names, &mut done, candidate);
                         decisions.push(Decision {
                             node: member.launch,
                             previous_node: previous,
@@ -428,23 +440,13 @@ pub(crate) fn physical_buckets(
             }
         }
         if filling {
-            open.finish(param_names, &mut done);
+            open.finish(param_names, &mut done, candidate);
         }
     }
     // Model declaration order never silently reorders the collective stream.
     done.ranges.sort_by_key(|(first, _, _)| *first);
-    // Each candidate is built once, in its final bucket, into one array for all buckets.
-    let mut all = Vec::with_capacity(done.members.len());
-    let mut ends = Vec::with_capacity(done.ranges.len());
-    for &(_, start, end) in &done.ranges {
-        all.extend(
-            done.members[start..end]
-                .iter()
-                .map(|m| admitted[m.index].candidate(collectives, scopes, &keys[m.key])),
-        );
-        ends.push(all.len());
-    }
-    BucketMembers::split(all, &ends)
+    let ranges = done.ranges.iter().map(|&(_, start, end)| (start, end));
+    BucketMembers::split(done.candidates, ranges)
         .enumerate()
         .map(|(index, members)| Bucket {
             bucket_id: BucketId::with_prefix(id_prefix, index),

@@ -346,14 +346,13 @@ pub struct BucketMembers {
 }
 
 impl BucketMembers {
-    /// Each bucket's members, from every member in bucket order and each bucket's end.
+    /// Each bucket's members: `ranges` of one array of every bucket's members.
     pub(crate) fn split(
         all: Vec<Candidate>,
-        ends: &[usize],
-    ) -> impl Iterator<Item = BucketMembers> + '_ {
+        ranges: impl Iterator<Item = (usize, usize)>,
+    ) -> impl Iterator<Item = BucketMembers> {
         let all = Arc::new(all);
-        let starts = std::iter::once(0).chain(ends.iter().copied());
-        starts.zip(ends).map(move |(start, &end)| BucketMembers {
+        ranges.map(move |(start, end)| BucketMembers {
             all: all.clone(),
             start,
             end,
