@@ -100,18 +100,71 @@ struct Member<'a> {
     preparation: &'a [NodeId],
 }
 
+/// A set that most buckets keep tiny (most are singletons): a short list searched in place,
+/// hashed only once it grows past a few entries.
+struct SmallSet<T> {
+    few: Vec<T>,
+    many: FastSet<T>,
+}
+
+impl<T: Copy + Eq + std::hash::Hash> SmallSet<T> {
+    /// Entries kept in the list before they move to the hash set.
+    const FEW: usize = 16;
+
+    fn new() -> SmallSet<T> {
+        SmallSet {
+            few: Vec::new(),
+            many: FastSet::default(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.few.clear();
+        if !self.many.is_empty() {
+            self.many.clear();
+        }
+    }
+
+    fn insert(&mut self, value: T) {
+        if !self.many.is_empty() {
+            self.many.insert(value);
+        } else if self.few.len() < Self::FEW {
+            if !self.few.contains(&value) {
+                self.few.push(value);
+            }
+        } else {
+            self.many.extend(self.few.drain(..));
+            self.many.insert(value);
+        }
+    }
+
+    fn contains(&self, value: &T) -> bool {
+        if self.many.is_empty() {
+            self.few.contains(value)
+        } else {
+            self.many.contains(value)
+        }
+    }
+}
+
+impl<T: Copy + Eq + std::hash::Hash> Extend<T> for SmallSet<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, values: I) {
+        values.into_iter().for_each(|value| self.insert(value));
+    }
+}
+
 /// The bucket being filled, with what its split checks need kept up to date.
 struct OpenBucket<'a> {
     members: Vec<Member<'a>>,
-    params: FastSet<usize>,
-    state_indices: FastSet<i128>,
+    params: SmallSet<usize>,
+    state_indices: SmallSet<i128>,
     size_bytes: u128,
     /// `(min, max)` of the members' `ready` and `first_use`.
     ready: (NodeId, NodeId),
     first_use: (NodeId, NodeId),
-    launches: FastSet<NodeId>,
-    waits: FastSet<NodeId>,
-    preparations: FastSet<NodeId>,
+    launches: SmallSet<NodeId>,
+    waits: SmallSet<NodeId>,
+    preparations: SmallSet<NodeId>,
     /// Nodes before this position have been checked against the bucket.
     scanned_to: NodeId,
 }
@@ -120,14 +173,14 @@ impl<'a> OpenBucket<'a> {
     fn new() -> OpenBucket<'a> {
         OpenBucket {
             members: Vec::new(),
-            params: FastSet::default(),
-            state_indices: FastSet::default(),
+            params: SmallSet::new(),
+            state_indices: SmallSet::new(),
             size_bytes: 0,
             ready: (NodeId::MAX, 0),
             first_use: (NodeId::MAX, 0),
-            launches: FastSet::default(),
-            waits: FastSet::default(),
-            preparations: FastSet::default(),
+            launches: SmallSet::new(),
+            waits: SmallSet::new(),
+            preparations: SmallSet::new(),
             scanned_to: 0,
         }
     }
@@ -348,6 +401,7 @@ pub(crate) fn physical_buckets(
     let mut key_ids: FastMap<KeyParts, usize> = FastMap::default();
     // Each key once, shared by its candidates.
     let mut keys: Vec<Arc<CompatibilityKey>> = Vec::new();
+    let mut last_key: Option<(KeyParts, usize)> = None;
     let scope_ids = first_fqn_ids(scopes);
     let mut members: Vec<Member> = Vec::with_capacity(admitted.len());
     members.extend(admitted.iter().enumerate().map(|(index, a)| {
@@ -362,10 +416,18 @@ pub(crate) fn physical_buckets(
             device: facts.device,
             reduce_op: facts.reduce_op,
         };
-        let key = *key_ids.entry(parts).or_insert_with(|| {
-            keys.push(Arc::new(a.key(collectives, scopes, groups)));
-            keys.len() - 1
-        });
+        // Neighbours in graph order mostly share a key (a layer's gathers, its reductions).
+        let key = match last_key {
+            Some((last, key)) if last == parts => key,
+            _ => {
+                let key = *key_ids.entry(parts).or_insert_with(|| {
+                    keys.push(Arc::new(a.key(collectives, scopes, groups)));
+                    keys.len() - 1
+                });
+                last_key = Some((parts, key));
+                key
+            }
+        };
         Member {
             index,
             key,
@@ -478,6 +540,27 @@ mod tests {
 
     /// `incompatible_key` cannot be reached through `plan` (candidates are grouped by key
     /// first), so the membership check is exercised directly, in the reference's order.
+    /// Lists and hash sets answer alike on either side of the switch, and after clearing.
+    #[test]
+    fn small_sets_answer_alike_before_and_after_growing() {
+        let mut set = SmallSet::new();
+        for round in 0..2 {
+            for n in [
+                1usize,
+                SmallSet::<usize>::FEW,
+                SmallSet::<usize>::FEW + 1,
+                100,
+            ] {
+                set.clear();
+                set.extend((0..n).map(|i| i * 3 + round));
+                set.extend((0..n).map(|i| i * 3 + round));
+                for i in 0..n * 3 {
+                    assert_eq!(set.contains(&(i + round)), i % 3 == 0, "n={n} i={i}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn membership_checks_key_then_parameter_then_capacity() {
         let mut open = OpenBucket::new();
