@@ -11,7 +11,7 @@
 //! - [`classify`]: one graph → [`Classification`] (collectives, diagnostics, coverage).
 //! - [`bucket_identities`]: the planner's buckets → their identity by the bucketing rule.
 //! - [`audit`]: a graph before and after a transform → what happened to each identity.
-//! - [`json::roles_json`] / [`json::audit_json`]: the stable JSON forms (`commlens roles
+//! - [`json::roles_value`] / [`json::audit_value`]: the stable JSON forms (`commlens roles
 //!   --json`, `commlens audit --json`).
 //!
 //! Nothing here panics on any input: malformed metadata becomes a diagnostic.

@@ -1,8 +1,8 @@
 //! From tagged collectives to candidates (`_scan_collectives`, `_candidate`).
 //!
 //! Every check of `_candidate` that does not depend on the planner's arguments is made once
-//! per graph ([`TaggedCollective::prepare`]); a plan then only applies the argument-dependent
-//! ones (group ranks, module plans, parallel mode) to a compact array, in the reference's order.
+//! per graph (`Preparer`, into `Collectives`); a plan then only applies the argument-dependent
+//! ones (group ranks, module plans, parallel mode) to compact records, in the reference's order.
 
 use super::args::{self, ValidatedArgs};
 use super::{Action, Candidate, CollectiveKind, CompatibilityKey, Decision, Reason, WireRecord};
@@ -190,17 +190,29 @@ pub(crate) struct ModulePaths {
 
 impl ModulePaths {
     /// The id of the module directly above `name` (its longest proper dotted prefix), when
-    /// `name` has a dot; every ancestor is numbered on the way.
+    /// `name` has a dot; its ancestors are numbered too. Most parameters have a sibling seen
+    /// before, so the walk up stops at the first path already numbered.
     fn parent_of(&mut self, name: &str) -> Option<u32> {
-        let mut parent = None;
-        for path in args::dot_prefixes(name) {
-            let id = self.paths.id(path);
-            if id as usize == self.parent.len() {
-                self.parent.push(parent);
+        let (mut path, _) = name.rsplit_once('.')?;
+        // The paths not numbered yet, nearest first.
+        let mut missing = Vec::new();
+        let mut above = loop {
+            if let Some(id) = self.paths.find(path) {
+                break Some(id);
             }
-            parent = Some(id);
+            missing.push(path);
+            match path.rsplit_once('.') {
+                Some((up, _)) => path = up,
+                None => break None,
+            }
+        };
+        // Outermost first, each under the one above it.
+        for path in missing.into_iter().rev() {
+            let id = self.paths.id(path);
+            self.parent.push(above);
+            above = Some(id);
         }
-        parent
+        above
     }
 
     /// The paths once every parameter is numbered, with their names.

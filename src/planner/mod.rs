@@ -4,7 +4,7 @@
 //!
 //! One deliberate difference in *how* (never in *what*): the reference rescans every node
 //! between a bucket's first member and each new candidate. Here each node is classified once
-//! ([`Barriers`]) and a bucket only scans the nodes it has not yet passed, jumping straight to
+//! (`buckets::Barriers`) and a bucket only scans the nodes it has not yet passed, jumping straight to
 //! the next node that could stop it, so planning grows near-linearly with graph size.
 
 pub mod args;
