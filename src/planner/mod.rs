@@ -360,16 +360,6 @@ impl BucketMembers {
     }
 }
 
-impl From<Vec<Candidate>> for BucketMembers {
-    fn from(members: Vec<Candidate>) -> BucketMembers {
-        BucketMembers {
-            end: members.len(),
-            all: Arc::new(members),
-            start: 0,
-        }
-    }
-}
-
 impl std::ops::Deref for BucketMembers {
     type Target = [Candidate];
 
@@ -409,10 +399,6 @@ pub struct BucketId {
 }
 
 impl BucketId {
-    pub fn new(signature: &str, index: usize) -> BucketId {
-        BucketId::with_prefix(&BucketId::prefix(signature), index)
-    }
-
     /// The prefix of every bucket id of a graph with this signature.
     pub(crate) fn prefix(signature: &str) -> Arc<str> {
         Arc::from(format!(
@@ -426,11 +412,6 @@ impl BucketId {
             prefix: prefix.clone(),
             index,
         }
-    }
-
-    /// The bucket's position in its plan.
-    pub fn index(&self) -> usize {
-        self.index
     }
 }
 
