@@ -5,37 +5,29 @@ use crate::{read_file, write_output, CliError};
 use commlens::identity::json::{AuditInputError, AuditReport};
 use std::process::ExitCode;
 
-pub fn run(args: &[String]) -> Result<ExitCode, CliError> {
-    let mut paths: Vec<String> = Vec::new();
-    let mut as_json = false;
-    for arg in args {
-        match arg.as_str() {
-            "--json" => as_json = true,
-            flag if flag.starts_with('-') => {
-                return Err(CliError::Usage(format!("audit: unknown option {flag:?}")))
-            }
-            path if paths.len() < 2 => paths.push(path.to_string()),
-            extra => {
-                return Err(CliError::Usage(format!(
-                    "audit: unexpected argument {extra:?}"
-                )))
-            }
-        }
-    }
-    let [before, after] = paths.as_slice() else {
-        return Err(CliError::Usage(
-            "audit: needs BEFORE and AFTER dumps".into(),
-        ));
-    };
-    let before_bytes = read_file(before)?;
-    let after_bytes = read_file(after)?;
+#[derive(clap::Args)]
+pub struct Args {
+    /// The dump before the transform.
+    #[arg(value_name = "BEFORE")]
+    before: String,
+    /// The dump after the transform.
+    #[arg(value_name = "AFTER")]
+    after: String,
+    /// Write the stable JSON form (`"format": "commlens.audit"`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let before_bytes = read_file(&args.before)?;
+    let after_bytes = read_file(&args.after)?;
     let report = AuditReport::from_dumps(&before_bytes, &after_bytes).map_err(|e| {
         CliError::Failed(match e {
-            AuditInputError::Before(e) => format!("{before}: {e}"),
-            AuditInputError::After(e) => format!("{after}: {e}"),
+            AuditInputError::Before(e) => format!("{}: {e}", args.before),
+            AuditInputError::After(e) => format!("{}: {e}", args.after),
         })
     })?;
-    let text = if as_json {
+    let text = if args.json {
         report.to_json()
     } else {
         report.to_text()

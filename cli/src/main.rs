@@ -1,5 +1,7 @@
 //! `commlens`: the command-line shell over the core crate. Each subcommand lives in its own
 //! module and only reads files, calls the library, and writes what the library returns.
+//! Arguments are parsed by clap; a usage error exits 2 with clap's message, a failed command
+//! exits 1 with its message verbatim on stderr.
 
 mod audit;
 mod plan;
@@ -7,38 +9,52 @@ mod render;
 mod roles;
 mod validate;
 
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:
-  commlens plan DUMP [--args ARGS.json] [--format json|text] [-o OUT]
-  commlens validate MANIFEST.json
-  commlens validate --group G --rank R=REPORT.json [--rank R=REPORT.json ...]
-  commlens roles DUMP [--json]
-  commlens audit BEFORE AFTER [--json]
-  commlens render DUMP [--args ARGS.json] -o timeline.svg";
+/// See why every collective in a distributed-training graph exists, and how the FSDP bucket
+/// planner groups them.
+#[derive(Parser)]
+#[command(name = "commlens", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the reference planner's report (JSON), or the same plan in plain words.
+    Plan(plan::Args),
+    /// Check that rank reports agree for one process group (validate_group_plans).
+    Validate(validate::Args),
+    /// The semantic role of every collective, where it came from, diagnostics and coverage.
+    Roles(roles::Args),
+    /// What a transform did to each collective's identity: kept, combined, dropped or lost.
+    Audit(audit::Args),
+    /// Draw the bucket timeline as SVG (and optionally a Chrome trace).
+    Render(render::Args),
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((command, rest)) = args.split_first() else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
-    };
-    let result = match command.as_str() {
-        "plan" => plan::run(rest),
-        "validate" => validate::run(rest),
-        "roles" => roles::run(rest),
-        "audit" => audit::run(rest),
-        "render" => render::run(rest),
-        "-h" | "--help" | "help" => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with exit 0; usage errors to stderr with exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
-        other => Err(CliError::Usage(format!("unknown command {other:?}"))),
+    };
+    let result = match cli.command {
+        Command::Plan(args) => plan::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Roles(args) => roles::run(args),
+        Command::Audit(args) => audit::run(args),
+        Command::Render(args) => render::run(args),
     };
     match result {
         Ok(code) => code,
         Err(CliError::Usage(message)) => {
-            eprintln!("commlens: {message}\n{USAGE}");
+            eprintln!("error: {message}\n\nFor more information, try '--help'.");
             ExitCode::from(2)
         }
         Err(CliError::Failed(message)) => {
@@ -50,7 +66,8 @@ fn main() -> ExitCode {
 
 /// What a subcommand reports when it cannot do its work.
 pub enum CliError {
-    /// The command line itself is wrong: exit 2 with usage.
+    /// The command line is wrong in a way clap cannot see (e.g. options that exclude each
+    /// other across forms): exit 2.
     Usage(String),
     /// The input or the work failed: exit 1 with this message verbatim on stderr.
     Failed(String),

@@ -1,65 +1,56 @@
-//! `commlens render DUMP [--args ARGS.json] -o timeline.svg [--width PX] [--from N --to N]
+//! `commlens render DUMP [--args ARGS.json] [-o timeline.svg] [--width PX] [--from N --to N]
 //! [--trace TRACE.json]`: the bucket timeline the web app draws, as a standalone SVG (and
 //! optionally the Chrome-trace JSON), for review docs and CI.
 
-use crate::plan::value;
 use crate::{read_file, write_output, CliError};
 use commlens::timeline::{self, build_scene, render_svg, Viewport};
 use std::process::ExitCode;
 
-pub fn run(args: &[String]) -> Result<ExitCode, CliError> {
-    let mut dump = None;
-    let mut args_path = None;
-    let mut out = None;
-    let mut trace = None;
-    let mut width = timeline::DEFAULT_WIDTH;
-    let (mut from, mut to) = (None, None);
-    let mut rest = args.iter();
-    let number = |v: String, flag: &str| -> Result<f64, CliError> {
-        v.parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "render: {flag} needs a non-negative number, got {v:?}"
-                ))
-            })
-    };
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            "--args" => args_path = Some(value(&mut rest, "--args")?),
-            "-o" | "--out" => out = Some(value(&mut rest, "-o")?),
-            "--trace" => trace = Some(value(&mut rest, "--trace")?),
-            "--width" => {
-                width =
-                    number(value(&mut rest, "--width")?, "--width")?.clamp(320.0, 20000.0) as u32
-            }
-            "--from" => from = Some(number(value(&mut rest, "--from")?, "--from")?),
-            "--to" => to = Some(number(value(&mut rest, "--to")?, "--to")?),
-            flag if flag.starts_with('-') => {
-                return Err(CliError::Usage(format!("render: unknown option {flag:?}")))
-            }
-            path if dump.is_none() => dump = Some(path.to_string()),
-            extra => {
-                return Err(CliError::Usage(format!(
-                    "render: unexpected argument {extra:?}"
-                )))
-            }
-        }
-    }
-    let dump = dump.ok_or_else(|| CliError::Usage("render: missing DUMP".into()))?;
-    let bytes = read_file(&dump)?;
-    let args = match args_path.as_deref() {
+#[derive(clap::Args)]
+pub struct Args {
+    /// The graph dump (JSON, or gzip-compressed JSON).
+    #[arg(value_name = "DUMP")]
+    dump: String,
+    /// Planner arguments in the conformance `args.json` format.
+    #[arg(long = "args", value_name = "ARGS.json")]
+    args: Option<String>,
+    /// Write the SVG here instead of stdout.
+    #[arg(short = 'o', long = "out", value_name = "OUT.svg")]
+    out: Option<String>,
+    /// Width of the drawing in pixels.
+    #[arg(long, value_name = "PX", default_value_t = timeline::DEFAULT_WIDTH,
+          value_parser = clap::value_parser!(u32).range(320..=20000))]
+    width: u32,
+    /// First graph position shown (default: the first node).
+    #[arg(long, value_name = "N", value_parser = non_negative)]
+    from: Option<f64>,
+    /// Last graph position shown (default: the last node); must be greater than --from.
+    #[arg(long, value_name = "N", value_parser = non_negative)]
+    to: Option<f64>,
+    /// Also write the timeline as a Chrome trace (open it in Perfetto).
+    #[arg(long, value_name = "TRACE.json")]
+    trace: Option<String>,
+}
+
+fn non_negative(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("needs a non-negative number, got {text:?}"))
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let bytes = read_file(&args.dump)?;
+    let planner_args = match args.args.as_deref() {
         Some(p) => Some(commlens::parse_args_json(&read_file(p)?).map_err(CliError::Failed)?),
         None => None,
     };
     let graph = commlens::Graph::new(
-        commlens::read_dump(&bytes).map_err(|e| CliError::Failed(format!("{dump}: {e}")))?,
+        commlens::read_dump(&bytes).map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?,
     );
-    let planner_args = commlens::resolve_args(&graph, args.as_ref());
-    let plan =
-        commlens::plan(&graph, &planner_args).map_err(|e| CliError::Failed(e.to_string()))?;
-    let title = std::path::Path::new(&dump)
+    let resolved = commlens::resolve_args(&graph, planner_args.as_ref());
+    let plan = commlens::plan(&graph, &resolved).map_err(|e| CliError::Failed(e.to_string()))?;
+    let title = std::path::Path::new(&args.dump)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -67,12 +58,24 @@ pub fn run(args: &[String]) -> Result<ExitCode, CliError> {
     let input = timeline::plan_timeline(&graph, &plan, &roles, &title);
     let full = Viewport::full(input.node_count);
     let viewport = Viewport {
-        x0: from.unwrap_or(full.x0),
-        x1: to.unwrap_or(full.x1),
+        x0: args.from.unwrap_or(full.x0),
+        x1: args.to.unwrap_or(full.x1),
     };
-    let svg = render_svg(&build_scene(&input, viewport, width));
-    write_output(out.as_deref(), &svg)?;
-    if let Some(path) = trace {
+    if viewport.x0 >= full.x1 {
+        return Err(CliError::Usage(format!(
+            "--from {} is past the end of the graph (positions 0 to {})",
+            viewport.x0, full.x1
+        )));
+    }
+    if viewport.x1 <= viewport.x0 {
+        return Err(CliError::Usage(format!(
+            "--from {} must be less than --to {} (the graph has positions 0 to {})",
+            viewport.x0, viewport.x1, full.x1
+        )));
+    }
+    let svg = render_svg(&build_scene(&input, viewport, args.width));
+    write_output(args.out.as_deref(), &svg)?;
+    if let Some(path) = args.trace {
         write_output(Some(&path), &timeline::chrome_trace(&input))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -5,28 +5,21 @@ use crate::{read_file, write_output, CliError};
 use commlens::identity::json::RolesReport;
 use std::process::ExitCode;
 
-pub fn run(args: &[String]) -> Result<ExitCode, CliError> {
-    let mut dump = None;
-    let mut as_json = false;
-    for arg in args {
-        match arg.as_str() {
-            "--json" => as_json = true,
-            flag if flag.starts_with('-') => {
-                return Err(CliError::Usage(format!("roles: unknown option {flag:?}")))
-            }
-            path if dump.is_none() => dump = Some(path.to_string()),
-            extra => {
-                return Err(CliError::Usage(format!(
-                    "roles: unexpected argument {extra:?}"
-                )))
-            }
-        }
-    }
-    let dump = dump.ok_or_else(|| CliError::Usage("roles: missing DUMP".into()))?;
-    let bytes = read_file(&dump)?;
-    let report =
-        RolesReport::from_dump(&bytes).map_err(|e| CliError::Failed(format!("{dump}: {e}")))?;
-    let text = if as_json {
+#[derive(clap::Args)]
+pub struct Args {
+    /// The graph dump (JSON, or gzip-compressed JSON).
+    #[arg(value_name = "DUMP")]
+    dump: String,
+    /// Write the stable JSON form (`"format": "commlens.roles"`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let bytes = read_file(&args.dump)?;
+    let report = RolesReport::from_dump(&bytes)
+        .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
+    let text = if args.json {
         report.to_json()
     } else {
         report.to_text()

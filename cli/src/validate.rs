@@ -8,45 +8,41 @@ use commlens::PyValue;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(args: &[String]) -> Result<ExitCode, CliError> {
-    let mut manifest = None;
-    let mut group = None;
-    let mut ranks: Vec<(PyValue, String)> = Vec::new();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            "--group" => group = Some(crate::plan::value(&mut rest, "--group")?),
-            "--rank" => {
-                let spec = crate::plan::value(&mut rest, "--rank")?;
-                let (rank, path) = spec.split_once('=').ok_or_else(|| {
-                    CliError::Usage(format!("--rank takes RANK=REPORT.json, got {spec:?}"))
-                })?;
-                let rank: i128 = rank.parse().map_err(|_| {
-                    CliError::Usage(format!("--rank: {rank:?} is not an integer rank"))
-                })?;
-                ranks.push((PyValue::Int(rank), path.to_string()));
-            }
-            flag if flag.starts_with('-') => {
-                return Err(CliError::Usage(format!(
-                    "validate: unknown option {flag:?}"
-                )))
-            }
-            path if manifest.is_none() => manifest = Some(path.to_string()),
-            extra => {
-                return Err(CliError::Usage(format!(
-                    "validate: unexpected argument {extra:?}"
-                )))
-            }
-        }
-    }
-    let (group, listed) = match (manifest, group) {
-        (Some(path), None) if ranks.is_empty() => read_manifest(&path)?,
-        (None, Some(group)) => (group, ranks),
-        _ => {
-            return Err(CliError::Usage(
-                "validate: give MANIFEST.json, or --group G with --rank R=REPORT.json".into(),
-            ))
-        }
+#[derive(clap::Args)]
+#[command(group = clap::ArgGroup::new("form").required(true).args(["manifest", "group"]))]
+pub struct Args {
+    /// `{"group": G, "plans": [[rank, "report.json"], ...]}`, paths relative to the manifest.
+    #[arg(value_name = "MANIFEST.json", conflicts_with_all = ["group", "rank"])]
+    manifest: Option<String>,
+    /// The process group whose plans must agree.
+    #[arg(long, value_name = "G")]
+    group: Option<String>,
+    /// A rank and its plan report (repeat for every rank; the first is the reference).
+    #[arg(long, value_name = "R=REPORT.json", value_parser = rank_spec, requires = "group")]
+    rank: Vec<(i128, String)>,
+}
+
+fn rank_spec(spec: &str) -> Result<(i128, String), String> {
+    let (rank, path) = spec
+        .split_once('=')
+        .ok_or_else(|| format!("takes RANK=REPORT.json, got {spec:?}"))?;
+    let rank: i128 = rank
+        .parse()
+        .map_err(|_| format!("{rank:?} is not an integer rank"))?;
+    Ok((rank, path.to_string()))
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let (group, listed) = match (args.manifest, args.group) {
+        (Some(path), _) => read_manifest(&path)?,
+        // clap requires one of the two forms.
+        (None, group) => (
+            group.unwrap_or_default(),
+            args.rank
+                .into_iter()
+                .map(|(rank, path)| (PyValue::Int(rank), path))
+                .collect(),
+        ),
     };
     let mut reports = Vec::with_capacity(listed.len());
     for (rank, path) in listed {

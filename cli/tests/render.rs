@@ -116,6 +116,37 @@ fn counts_match_reports() {
 }
 
 #[test]
+fn render_options_are_checked() {
+    let dump = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/mlp_fsdp.json");
+    let dump = dump.to_str().unwrap();
+    let stderr = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_commlens"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(stderr(&["render", dump, "--from", "30", "--to", "3"])
+        .contains("--from 30 must be less than --to 3"));
+    assert!(stderr(&["render", dump, "--from", "100000"]).contains("past the end of the graph"));
+    for width in ["0", "18446744073709551616", "-5", "wide"] {
+        assert!(
+            stderr(&["render", dump, "--width", width]).contains("--width"),
+            "{width}"
+        );
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_commlens"))
+        .args(["render", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for option in ["--width", "--from", "--to", "--trace", "[OPTIONS] <DUMP>"] {
+        assert!(help.contains(option), "{option} missing from:\n{help}");
+    }
+}
+
+#[test]
 fn usage_errors() {
     let out = Command::new(env!("CARGO_BIN_EXE_commlens"))
         .args(["render"])
