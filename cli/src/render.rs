@@ -18,14 +18,14 @@ pub struct Args {
     #[arg(short = 'o', long = "out", value_name = "OUT.svg")]
     out: Option<String>,
     /// Width of the drawing in pixels.
-    #[arg(long, value_name = "PX", default_value_t = timeline::DEFAULT_WIDTH,
+    #[arg(long, value_name = "PX", default_value_t = timeline::DEFAULT_WIDTH, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(320..=20000))]
     width: u32,
     /// First graph position shown (default: the first node).
-    #[arg(long, value_name = "N", value_parser = non_negative)]
+    #[arg(long, value_name = "N", value_parser = non_negative, allow_negative_numbers = true)]
     from: Option<f64>,
     /// Last graph position shown (default: the last node); must be greater than --from.
-    #[arg(long, value_name = "N", value_parser = non_negative)]
+    #[arg(long, value_name = "N", value_parser = non_negative, allow_negative_numbers = true)]
     to: Option<f64>,
     /// Also write the timeline as a Chrome trace (open it in Perfetto).
     #[arg(long, value_name = "TRACE.json")]
