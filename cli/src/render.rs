@@ -3,7 +3,7 @@
 //! optionally the Chrome-trace JSON), for review docs and CI.
 
 use crate::{read_file, write_output, CliError};
-use commlens::timeline::{self, build_scene, render_svg, Viewport};
+use commlens::timeline::{self, build_scene, render_svg_with, Viewport};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -54,8 +54,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let roles = timeline::Roles::classify(&graph);
-    let input = timeline::plan_timeline(&graph, &plan, &roles, &title);
+    let collectives = timeline::Collectives::classify(&graph);
+    let input = timeline::plan_timeline(&graph, &plan, &collectives, &title);
     let full = Viewport::full(input.node_count);
     let viewport = Viewport {
         x0: args.from.unwrap_or(full.x0),
@@ -73,10 +73,28 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             viewport.x0, viewport.x1, full.x1
         )));
     }
-    let svg = render_svg(&build_scene(&input, viewport, args.width));
+    let scene = build_scene(&input, viewport, args.width);
+    let settings = timeline::ExportSettings {
+        tool: "commlens render".into(),
+        dump: title.clone(),
+        args: planner_args.clone().unwrap_or_default(),
+        viewport: Some(scene.viewport),
+        width: Some(scene.frame.width),
+        view_url: None,
+    };
+    let svg = render_svg_with(&scene, Some(&settings.svg_meta()));
     write_output(args.out.as_deref(), &svg)?;
     if let Some(path) = args.trace {
-        write_output(Some(&path), &timeline::chrome_trace(&input))?;
+        let recorded = timeline::ExportSettings {
+            viewport: None,
+            width: None,
+            ..settings
+        }
+        .to_json();
+        write_output(
+            Some(&path),
+            &timeline::chrome_trace_with(&input, Some(&recorded)),
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -159,3 +159,50 @@ fn usage_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn the_svg_and_trace_record_the_settings_they_were_made_with() {
+    let Some(dir) = case_dir("mlp_capacity") else {
+        panic!("the shared conformance corpus is missing (set COMMLENS_SHARED)");
+    };
+    let trace =
+        std::env::temp_dir().join(format!("commlens-render-trace-{}.json", std::process::id()));
+    let (svg, _) = render(
+        "mlp_capacity",
+        &[
+            "--from",
+            "2",
+            "--to",
+            "30",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let args: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("args.json")).unwrap()).unwrap();
+    let start = svg
+        .find("<metadata id=\"commlens-settings\">")
+        .expect("<metadata>")
+        + "<metadata id=\"commlens-settings\">".len();
+    let end = start + svg[start..].find("</metadata>").unwrap();
+    let text = svg[start..end]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&");
+    let meta: serde_json::Value = serde_json::from_str(&text).expect("metadata is JSON");
+    assert_eq!(meta["format"], "commlens.settings");
+    assert_eq!(meta["args"], args);
+    assert_eq!(meta["dump"], "dump.json");
+    assert_eq!(meta["viewport"]["from"], 2.0);
+    assert_eq!(meta["viewport"]["to"], 30.0);
+    let title = &svg[svg.find("<title>").unwrap()..svg.find("</title>").unwrap()];
+    assert!(
+        title.contains("dump.json") && title.contains("cap_bytes"),
+        "{title}"
+    );
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert_eq!(trace["otherData"]["args"], args);
+}

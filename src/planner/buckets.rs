@@ -254,19 +254,20 @@ impl<'a> OpenBucket<'a> {
         None
     }
 
-    /// `_intervening_reason` over the nodes this bucket has not yet passed. Nodes already
-    /// passed cannot stop it now: every exemption only grows as members join, and the phase
-    /// and kind are part of the compatibility key.
+    /// `_intervening_reason` over the nodes this bucket has not yet passed, with the node that
+    /// stopped it. Nodes already passed cannot stop it now: every exemption only grows as
+    /// members join, and the phase and kind are part of the compatibility key. So the first
+    /// stop found here is the first the reference's scan from the first member finds.
     fn intervening_reason(
         &self,
         graph: &Graph,
         barriers: &Barriers,
         candidate: &Member,
-    ) -> Option<Reason> {
+    ) -> Option<(Reason, Option<NodeId>)> {
         let mut i = barriers.next_stop(candidate.backward, self.scanned_to);
         while i < candidate.launch {
             if let Some(reason) = self.stop_reason(graph, barriers, candidate, i) {
-                return Some(reason);
+                return Some((reason, Some(i)));
             }
             i = barriers.next_stop(candidate.backward, i + 1);
         }
@@ -475,9 +476,10 @@ pub(crate) fn physical_buckets(
                 let reason = open
                     .membership_reason(&member, policy)
                     .or_else(|| open.window_reason(&member, policy))
+                    .map(|reason| (reason, None))
                     .or_else(|| open.intervening_reason(graph, barriers, &member));
                 match reason {
-                    Some(reason) => {
+                    Some((reason, cause)) => {
                         let previous = open.members.last().map(|m| m.launch);
                         open.finish(param_names, &mut done, candidate);
                         decisions.push(Decision {
@@ -485,6 +487,7 @@ pub(crate) fn physical_buckets(
                             previous_node: previous,
                             action: Action::Split,
                             reason,
+                            cause,
                         });
                         open.start(member);
                     }
@@ -498,6 +501,7 @@ pub(crate) fn physical_buckets(
                     previous_node: None,
                     action: Action::Singleton,
                     reason: Reason::Oversized,
+                    cause: None,
                 });
             }
         }

@@ -515,7 +515,7 @@ fn structural_facts(
 }
 
 /// A static shape: a non-empty list of positive ints.
-fn static_shape(value: Option<&PyValue>) -> Option<Vec<i128>> {
+pub fn static_shape(value: Option<&PyValue>) -> Option<Vec<i128>> {
     let items = value?.as_list()?;
     if items.is_empty() {
         return None;
@@ -532,6 +532,11 @@ const PLANNED_DTYPES: [&str; 4] = [
     "torch.float32",
     "torch.float64",
 ];
+
+/// Whether the planner buckets collectives of this dtype (else `unsupported_dtype`).
+pub fn is_planned_dtype(dtype: &str) -> bool {
+    PLANNED_DTYPES.contains(&dtype)
+}
 
 /// A packable layout read from `fsdp_bucket_spec`.
 struct Layout<'a> {
@@ -799,6 +804,7 @@ pub(crate) fn scan(collectives: &Collectives, args: &ValidatedArgs) -> ScanResul
                 previous_node: None,
                 action: Action::Skip,
                 reason,
+                cause: None,
             }),
         }
     }

@@ -12,7 +12,7 @@ mod buckets;
 mod candidates;
 pub mod report;
 
-pub use candidates::is_torch_device;
+pub use candidates::{is_planned_dtype, is_torch_device, static_shape};
 
 use crate::dump::{read_dump_into, DumpError, Node, NodeSink};
 use crate::graph::{CommTag, Graph, GraphBuilder, NodeId};
@@ -73,7 +73,8 @@ pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::
 pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// Why the planner did what it did to one collective; the strings are the reference's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Ordered as declared: skips, then splits, then the singleton reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
     // skip
     UnsupportedOrAlreadyBucketed,
@@ -215,7 +216,7 @@ impl Reason {
 }
 
 /// What happened to one collective.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     Skip,
     Split,
@@ -240,6 +241,10 @@ pub struct Decision {
     pub previous_node: Option<NodeId>,
     pub action: Action,
     pub reason: Reason,
+    /// For a split the nodes between the members decided (`effect_or_storage_release`,
+    /// `intervening_collective`, `phase_boundary`): the first node that stopped the bucket,
+    /// the one the reference's scan returns at. Not part of the report; shown to people.
+    pub cause: Option<NodeId>,
 }
 
 /// One communication instance with static layout and scheduling bounds (`Candidate`).

@@ -1,8 +1,29 @@
 //! Layout: a [`TimelineInput`] → a [`TimelineScene`] of pixel-placed marks.
+//!
+//! What the layout promises, at any width and any zoom (the tests hold it to this):
+//!
+//! - **Bars never overlap.** Each lane packs its buckets' windows into rows; a lane grows up
+//!   to [`MAX_ROWS`] rows, and the windows that still do not fit are drawn as one aggregated
+//!   strip per lane ([`OverflowMark`]) that counts them. Nothing in view is dropped: every
+//!   bucket whose window meets the view is a bar, part of an overflow strip, or (dense views)
+//!   counted in a column.
+//! - **Dense views say something.** Past [`MAX_BARS`] buckets launched in view, each lane
+//!   shows columns per [`BIN`] pixels ([`ColumnMark`]): the buckets whose first member launches
+//!   there, the column's height the bytes of the largest one, the largest buckets of the lane
+//!   named. A column's graph range is exact, so zooming to it shows the buckets it counted.
+//! - **Every split and skip is labelled**, by its own label or by a neighbour's that counts it
+//!   (`capacity +2`); labels are placed in lines where they overlap no other text, shortened
+//!   when they do not fit, and kept inside the drawing.
+//! - **Text stays readable**: widths come from [`super::text`], so no two texts overlap and
+//!   none leaves the drawing; text on a bar contrasts at least 4.5:1 with it.
 
-use super::input::{Action, BucketIn, TimelineInput};
-use super::palette::{role_colour, Rgb, SKIP, SPLIT};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use super::input::{BucketIn, TimelineInput};
+use super::lane::Lane;
+use super::palette::{self, role_colour, Rgb, INK, MUTED, SKIP, SPLIT};
+use super::text::{self, Bands, SLACK};
+use crate::planner::{Action, Reason};
+use std::collections::BTreeSet;
+use std::rc::Rc;
 
 /// The visible range of graph positions (zoom and pan).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,13 +66,53 @@ impl Viewport {
         }
         .clamped(node_count)
     }
+    /// Whether `[from, to)` lies inside.
+    pub fn contains(self, from: f64, to: f64) -> bool {
+        from >= self.x0 && to <= self.x1
+    }
+    /// The nearest view that shows `[from, to)` whole: this one when it already does, else
+    /// the same width centred on it when it fits, else zoomed out to it with a margin.
+    pub fn reveal(self, from: f64, to: f64, node_count: u32) -> Viewport {
+        let vp = self.clamped(node_count);
+        if vp.contains(from, to) {
+            return vp;
+        }
+        let span = (to - from).max(1.0);
+        let width = vp.x1 - vp.x0;
+        let centre = (from + to) / 2.0;
+        if span * 1.1 <= width {
+            Viewport {
+                x0: centre - width / 2.0,
+                x1: centre + width / 2.0,
+            }
+            .clamped(node_count)
+        } else {
+            let margin = span * 0.05 + 1.0;
+            Viewport {
+                x0: from - margin,
+                x1: to + margin,
+            }
+            .clamped(node_count)
+        }
+    }
+}
+
+/// What to lay out, beyond the input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SceneOptions {
+    pub viewport: Viewport,
+    /// Width of the drawing in pixels (at least [`MIN_WIDTH`]).
+    pub width: u32,
+    /// A bucket (index into the input's buckets) always drawn as a bar when its window meets
+    /// the view: the selection, so that it can be seen whatever else is there.
+    pub focus: Option<usize>,
 }
 
 /// Which lane a mark sits in.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LaneKey {
-    /// Buckets of one phase (`backward`) and kind.
-    Buckets { backward: bool, kind: String },
+    /// Buckets of one phase and transport.
+    Buckets(Lane),
     /// Collectives the planner skipped.
     Skipped,
 }
@@ -59,41 +120,56 @@ pub enum LaneKey {
 impl LaneKey {
     pub fn label(&self) -> String {
         match self {
-            LaneKey::Buckets { backward, kind } => {
-                let phase = if *backward { "backward" } else { "forward" };
-                let k = match kind.as_str() {
-                    "fsdp_all_gather" | "fsdp_all_gather_backward" => "all-gather",
-                    "fsdp_reduce_scatter" => "reduce-scatter",
-                    "dp_all_reduce" => "all-reduce",
-                    other => other,
-                };
-                format!("{phase} · {k}")
-            }
+            LaneKey::Buckets(lane) => lane.label(),
             LaneKey::Skipped => "skipped".to_string(),
-        }
-    }
-    fn order(&self) -> (u8, String) {
-        match self {
-            LaneKey::Buckets { backward, kind } => {
-                let k = match kind.as_str() {
-                    "fsdp_all_gather" | "fsdp_all_gather_backward" => 0,
-                    "fsdp_reduce_scatter" => 1,
-                    _ => 2,
-                };
-                (k + if *backward { 3 } else { 0 }, kind.clone())
-            }
-            LaneKey::Skipped => (9, String::new()),
         }
     }
 }
 
+/// A lane's box and what it says about itself.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Lane {
+pub struct LaneBox {
     pub key: LaneKey,
-    pub label: String,
     pub y: f64,
     pub height: f64,
+    /// Top of the rows (bars, columns or skip marks).
+    pub rows_y: f64,
+    pub rows_h: f64,
     pub rows: usize,
+    /// Whether every other lane is shaded.
+    pub shaded: bool,
+}
+
+/// How a label is anchored at its `x`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchor {
+    Start,
+    Middle,
+    End,
+}
+
+/// A line of text. `y` is the top of the line box, which is `size` pixels tall.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextMark {
+    pub x: f64,
+    pub y: f64,
+    pub text: String,
+    pub size: f64,
+    pub colour: Rgb,
+    pub anchor: Anchor,
+    pub bold: bool,
+}
+
+impl TextMark {
+    /// Horizontal extent `[x0, x1)` by the width estimate.
+    pub fn span(&self) -> (f64, f64) {
+        let w = text::width(&self.text, self.size);
+        match self.anchor {
+            Anchor::Start => (self.x, self.x + w),
+            Anchor::Middle => (self.x - w / 2.0, self.x + w / 2.0),
+            Anchor::End => (self.x - w, self.x),
+        }
+    }
 }
 
 /// A bucket bar over its window.
@@ -101,23 +177,31 @@ pub struct Lane {
 pub struct BarMark {
     /// Index into `TimelineInput::buckets`.
     pub bucket: usize,
-    pub bucket_id: String,
+    pub bucket_id: Rc<str>,
     pub lane: usize,
+    pub row: usize,
     pub x0: f64,
     pub x1: f64,
     pub y: f64,
     pub h: f64,
     pub colour: Rgb,
-    pub label: String,
+    pub label: Option<TextMark>,
     /// Hover text: members, bytes, window, the rule.
     pub title: String,
+    /// What a screen reader says.
+    pub aria: String,
     /// The singleton decision's reason, if the bucket is a singleton.
-    pub singleton: Option<String>,
+    pub singleton: Option<Reason>,
     /// The bucket's role (`None`: unclassified or mixed).
-    pub role: Option<String>,
+    pub role: Option<Rc<str>>,
+    /// Whether the bucket's first member launches in view (else its window passes through).
+    pub anchored: bool,
+    /// The window, in graph positions.
+    pub start: u32,
+    pub end: u32,
 }
 
-/// A member launch (possibly several merged in one pixel column).
+/// A member launch (possibly several merged in one pixel column), drawn under its bar.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TickMark {
     pub x: f64,
@@ -126,61 +210,112 @@ pub struct TickMark {
     pub count: usize,
 }
 
-/// A split between two buckets.
+/// Buckets a full lane could not draw, aggregated over a run of bins.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SplitMark {
-    pub x: f64,
-    pub y: f64,
-    pub h: f64,
-    pub reason: String,
-    pub node: String,
-    /// Bucket ids: the one holding the previous collective, and the one holding this one.
-    pub before: Option<String>,
-    pub after: Option<String>,
-    pub show_label: bool,
-    pub title: String,
-    /// Splits merged in this mark (1 unless the view is dense).
-    pub count: usize,
-    /// Whether this mark stands for all splits in a bin (dense view).
-    pub grouped: bool,
-}
-
-/// Where buckets are too dense to draw one by one: how many cover a bin of a lane.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DensityMark {
+pub struct OverflowMark {
     pub lane: usize,
     pub x0: f64,
     pub x1: f64,
     pub y: f64,
     pub h: f64,
+    /// Windows not drawn that cover this run.
     pub count: usize,
-    pub opacity: f64,
-    pub colour: Rgb,
-    /// Graph positions the bin covers.
-    pub from: u32,
-    pub to: u32,
+    pub from: f64,
+    pub to: f64,
+    pub title: String,
 }
 
-/// A skipped collective (or several in one pixel column when `count > 1`).
+/// Dense views: the buckets whose first member launches in one bin of a lane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnMark {
+    pub lane: usize,
+    pub x0: f64,
+    pub x1: f64,
+    /// Top of the column (its height shows `max_bytes`).
+    pub y: f64,
+    pub h: f64,
+    pub count: usize,
+    /// The bin's graph positions `[from, to)`: zooming there shows exactly these buckets
+    /// launched in view.
+    pub from: f64,
+    pub to: f64,
+    pub max_bytes: u64,
+    pub total_bytes: u64,
+    /// The largest bucket of the bin.
+    pub largest: usize,
+    pub colour: Rgb,
+    /// The name of the largest bucket, for the largest columns of the lane.
+    pub label: Option<TextMark>,
+    pub title: String,
+}
+
+/// A split between two buckets (or, in dense views, every split of one bin).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitMark {
+    pub lane: usize,
+    pub x: f64,
+    pub y0: f64,
+    pub y1: f64,
+    /// `None` when a grouped mark holds several reasons.
+    pub reason: Option<Reason>,
+    /// The decided collective (the first of the bucket after the split).
+    pub node: Rc<str>,
+    /// Bucket ids: the one holding the previous collective, and the one holding this one.
+    pub before: Option<Rc<str>>,
+    pub after: Option<Rc<str>>,
+    /// The node between the members that stopped the bucket, when the reason is one.
+    pub cause: Option<Rc<str>>,
+    pub label: Option<TextMark>,
+    /// When this split is named by another split's label (`capacity +2`): that split's index.
+    pub labelled_by: Option<usize>,
+    pub title: String,
+    pub aria: String,
+    /// Splits merged in this mark (1 unless grouped).
+    pub count: usize,
+    pub grouped: bool,
+}
+
+/// A skipped collective (or, in dense views, every skip of one bin).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SkipMark {
     pub x: f64,
     pub y: f64,
-    pub reason: String,
-    pub node: String,
+    pub reason: Option<Reason>,
+    pub node: Rc<str>,
     pub count: usize,
-    pub show_label: bool,
-    pub title: String,
-    /// Whether this mark stands for all skips in a bin (dense view).
     pub grouped: bool,
+    pub label: Option<TextMark>,
+    pub labelled_by: Option<usize>,
+    pub title: String,
+    pub aria: String,
+}
+
+/// What a legend entry shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LegendShape {
+    Bar(Rgb),
+    Tick,
+    Split,
+    Skip,
+    Column,
+    Overflow,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct LegendEntry {
-    pub label: String,
-    pub colour: Rgb,
-    /// `bar`, `split`, `skip` or `tick`.
-    pub shape: &'static str,
+pub struct LegendItem {
+    pub shape: LegendShape,
+    /// Left edge of the swatch; the text follows it.
+    pub x: f64,
+    pub y: f64,
+    pub text: TextMark,
+}
+
+/// One axis tick: its pixel x and the graph position it marks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AxisTick {
+    pub x: f64,
+    pub position: u64,
+    pub label: TextMark,
 }
 
 /// Pixel geometry of the plot.
@@ -192,7 +327,6 @@ pub struct Frame {
     pub plot_x1: f64,
     pub plot_y0: f64,
     pub plot_y1: f64,
-    pub legend_y: f64,
 }
 
 /// Everything the renderer draws, already in pixels.
@@ -202,475 +336,938 @@ pub struct TimelineScene {
     pub node_count: u32,
     pub viewport: Viewport,
     pub frame: Frame,
-    pub lanes: Vec<Lane>,
+    pub lanes: Vec<LaneBox>,
+    /// Title, range, lane names and notes, axis caption.
+    pub texts: Vec<TextMark>,
     pub bars: Vec<BarMark>,
-    /// Density bins, when there are too many buckets in view for bars.
-    pub density: Vec<DensityMark>,
     pub ticks: Vec<TickMark>,
+    pub overflow: Vec<OverflowMark>,
+    /// Dense views only.
+    pub columns: Vec<ColumnMark>,
     pub splits: Vec<SplitMark>,
     pub skips: Vec<SkipMark>,
-    pub legend: Vec<LegendEntry>,
-    /// Axis ticks: (pixel x, graph position).
-    pub axis: Vec<(f64, u64)>,
+    pub legend: Vec<LegendItem>,
+    pub axis: Vec<AxisTick>,
+    /// Whether lanes show columns instead of bars.
+    pub dense: bool,
+    /// Buckets whose window meets the view (bars + overflow, or column counts + windows from
+    /// outside).
+    pub in_view: usize,
     /// Marks outside the viewport, not drawn.
     pub culled: usize,
 }
 
-pub const LEFT: f64 = 150.0;
-pub const RIGHT: f64 = 16.0;
-pub const TOP: f64 = 28.0;
-pub const ROW_H: f64 = 16.0;
-pub const ROW_GAP: f64 = 4.0;
-pub const LANE_PAD: f64 = 8.0;
-pub const SKIP_LANE_H: f64 = 34.0;
-pub const MAX_ROWS: usize = 10;
-/// More visible buckets than this and the lanes show density bins instead of bars.
-pub const MAX_BARS: usize = 800;
-/// More visible split (or skip) marks than this and they merge per bin.
-pub const MAX_MARKS: usize = 600;
-/// Width of a density bin in pixels.
-pub const BIN: f64 = 4.0;
-/// Approximate width of one character of the 10px label font.
-pub const CHAR_W: f64 = 6.0;
+impl TimelineScene {
+    /// Every text of the drawing, for checks that none overlaps another.
+    pub fn all_texts(&self) -> impl Iterator<Item = &TextMark> {
+        self.texts
+            .iter()
+            .chain(self.bars.iter().filter_map(|b| b.label.as_ref()))
+            .chain(self.columns.iter().filter_map(|c| c.label.as_ref()))
+            .chain(self.splits.iter().filter_map(|s| s.label.as_ref()))
+            .chain(self.skips.iter().filter_map(|s| s.label.as_ref()))
+            .chain(self.legend.iter().map(|l| &l.text))
+            .chain(self.axis.iter().map(|a| &a.label))
+    }
+}
 
-/// Lays `input` out for `viewport` in a chart `width` pixels wide.
+/// The smallest drawing width.
+pub const MIN_WIDTH: u32 = 320;
+/// Below this width lane names go above their lanes instead of in a left margin.
+pub const WIDE: u32 = 900;
+/// Rows a lane grows to before it aggregates.
+pub const MAX_ROWS: usize = 20;
+/// Past this many rows a lane's rows are compact.
+pub const COMPACT_ROWS: usize = 12;
+/// More buckets launched in view than this and lanes show columns instead of bars.
+pub const MAX_BARS: usize = 400;
+/// More split (or skip) marks in view than this and they merge per bin.
+pub const MAX_MARKS: usize = 400;
+/// Width of a column, and of a merged split or skip bin, in pixels.
+pub const BIN: f64 = 4.0;
+/// Height of the column area of a dense lane.
+pub const COLUMN_H: f64 = 48.0;
+/// Label lines above a lane's rows, and below the skip marks.
+pub const LABEL_LINES: usize = 3;
+/// Height of a label line.
+pub const LINE_H: f64 = 14.0;
+/// Font size of mark labels.
+pub const LABEL_SIZE: f64 = 11.0;
+/// Largest buckets named per dense lane.
+pub const NAMED_COLUMNS: usize = 3;
+
+const TITLE_SIZE: f64 = 15.0;
+const RANGE_SIZE: f64 = 12.0;
+const LANE_SIZE: f64 = 12.0;
+const NOTE_SIZE: f64 = 11.0;
+const AXIS_SIZE: f64 = 11.0;
+const LEGEND_SIZE: f64 = 11.0;
+const OVERFLOW_H: f64 = 12.0;
+
+/// Row geometry: bar height, tick strip, gap.
+#[derive(Clone, Copy, Debug)]
+struct RowGeometry {
+    bar: f64,
+    tick: f64,
+    gap: f64,
+    font: f64,
+}
+
+impl RowGeometry {
+    fn of(rows: usize) -> RowGeometry {
+        if rows > COMPACT_ROWS {
+            RowGeometry {
+                bar: 13.0,
+                tick: 4.0,
+                gap: 2.0,
+                font: 10.0,
+            }
+        } else {
+            RowGeometry {
+                bar: 16.0,
+                tick: 5.0,
+                gap: 3.0,
+                font: LABEL_SIZE,
+            }
+        }
+    }
+    fn pitch(self) -> f64 {
+        self.bar + self.tick + self.gap
+    }
+}
+
+/// Short forms of reasons, for labels where the full one does not fit.
+pub fn short_reason(reason: Reason) -> &'static str {
+    match reason {
+        Reason::UnsupportedOrAlreadyBucketed => "unsupported",
+        Reason::PhaseMismatch => "phase",
+        Reason::UnsupportedSignature => "signature",
+        Reason::UnknownProcessGroup => "group?",
+        Reason::GroupSizeMismatch => "group size",
+        Reason::GroupMetadataMismatch => "group meta",
+        Reason::MissingParameterIdentity => "param id",
+        Reason::UnknownOrDynamicShape => "shape",
+        Reason::UnsupportedDtype => "dtype",
+        Reason::UnknownDevice => "device",
+        Reason::InvalidDim0Layout => "layout",
+        Reason::UnsupportedWaitUsers => "waits",
+        Reason::NoConsumer => "no consumer",
+        Reason::UnsupportedReduceOp => "reduce op",
+        Reason::NonOutputRsConsumer => "consumer",
+        Reason::OutsideModulePlan => "no plan",
+        Reason::UnsupportedParallelMode => "mode",
+        Reason::IncompatibleKey => "key",
+        Reason::RepeatedParameterInstance => "repeat",
+        Reason::Capacity => "cap",
+        Reason::InputDistance => "input dist",
+        Reason::ConsumerDistance => "use dist",
+        Reason::DependencyConflict => "dependency",
+        Reason::EffectOrStorageRelease => "effect",
+        Reason::InterveningCollective => "collective",
+        Reason::PhaseBoundary => "phase",
+        Reason::Oversized => "oversized",
+    }
+}
+
+/// Lays `input` out for `viewport` in a drawing `width` pixels wide.
 pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> TimelineScene {
-    let width = width.max(320);
-    let vp = viewport.clamped(input.node_count);
-    let plot_x0 = LEFT;
-    let plot_x1 = width as f64 - RIGHT;
+    build_scene_with(
+        input,
+        &SceneOptions {
+            viewport,
+            width,
+            focus: None,
+        },
+    )
+}
+
+/// A bucket in view, before layout.
+#[derive(Clone, Copy, Debug)]
+struct Visible {
+    bucket: usize,
+    lane: usize,
+    /// Pixel extent of the window, clipped to the plot.
+    a: f64,
+    z: f64,
+    /// Pixel extent of the window and the member launches: what the bar's row keeps free,
+    /// so that its launch ticks never fall under another bar.
+    ea: f64,
+    ez: f64,
+    /// The first member launch, when it is in view.
+    anchor: Option<u32>,
+}
+
+/// Per lane, the result of packing bars into rows.
+#[derive(Default)]
+struct Packed {
+    /// (visible, row).
+    bars: Vec<(Visible, usize)>,
+    rows: usize,
+    overflow: Vec<Visible>,
+    /// Row spans, for labels outside bars.
+    spans: Vec<Vec<(f64, f64)>>,
+}
+
+/// Lays the input out.
+pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> TimelineScene {
+    let width = options.width.max(MIN_WIDTH);
+    let wide = width >= WIDE;
+    let w = width as f64;
+    let vp = options.viewport.clamped(input.node_count);
+    let plot_x0 = if wide { 172.0 } else { 10.0 };
+    let plot_x1 = w - 12.0;
     let scale = (plot_x1 - plot_x0) / (vp.x1 - vp.x0);
     let px = |pos: f64| plot_x0 + (pos - vp.x0) * scale;
-    let visible = |a: f64, b: f64| b >= plot_x0 - 0.5 && a <= plot_x1 + 0.5;
+    // A launch is in view when the middle of its node is: a point, so that it lies in one
+    // column exactly, and zooming to that column's range keeps it in view.
+    let in_view = |node: u32| {
+        let at = node as f64 + 0.5;
+        at >= vp.x0 && at < vp.x1
+    };
     let clip = |x: f64| x.clamp(plot_x0, plot_x1);
 
-    // Which bucket holds each launch; singleton reasons.
-    let mut bucket_of: HashMap<u32, usize> = HashMap::new();
-    for (i, b) in input.buckets.iter().enumerate() {
-        for m in &b.members {
-            bucket_of.insert(m.node, i);
-        }
-    }
-    let mut singleton: HashMap<usize, String> = HashMap::new();
-    for d in &input.decisions {
-        if d.action == Action::Singleton {
-            if let Some(&b) = bucket_of.get(&d.node) {
-                singleton.insert(b, d.reason.clone());
-            }
-        }
-    }
-
-    // Lanes.
-    let lane_key = |b: &BucketIn| -> LaneKey {
-        let m = b.members.first();
-        LaneKey::Buckets {
-            backward: m.map(|m| m.backward).unwrap_or(false),
-            kind: m.map(|m| m.kind.to_string()).unwrap_or_default(),
-        }
-    };
-    let mut keys: BTreeSet<(u8, String, LaneKey)> = BTreeSet::new();
-    for b in &input.buckets {
-        let k = lane_key(b);
-        let (o, s) = k.order();
-        keys.insert((o, s, k));
-    }
+    // Lanes: every lane the plan has buckets in (stable across zoom), then the skips.
+    let mut keys: BTreeSet<LaneKey> = input
+        .buckets
+        .iter()
+        .map(|b| LaneKey::Buckets(b.lane))
+        .collect();
     let has_skips = input.decisions.iter().any(|d| d.action == Action::Skip);
     if has_skips || keys.is_empty() {
-        keys.insert((9, String::new(), LaneKey::Skipped));
+        keys.insert(LaneKey::Skipped);
     }
-    let lane_keys: Vec<LaneKey> = keys.into_iter().map(|(_, _, k)| k).collect();
-    let lane_index: HashMap<LaneKey, usize> = lane_keys
-        .iter()
-        .cloned()
-        .enumerate()
-        .map(|(i, k)| (k, i))
-        .collect();
+    let lane_keys: Vec<LaneKey> = keys.into_iter().collect();
+    let lane_of = |lane: Lane| {
+        lane_keys
+            .iter()
+            .position(|k| *k == LaneKey::Buckets(lane))
+            .unwrap_or(0)
+    };
+    let skip_lane = lane_keys.iter().position(|k| *k == LaneKey::Skipped);
 
+    // Buckets in view, anchored (first launch in view) or passing through.
     let mut culled = 0usize;
-    let mut bars = Vec::new();
-    let mut density = Vec::new();
-    let mut tick_cols: BTreeMap<(usize, usize, i64), usize> = BTreeMap::new();
-    let mut roles: BTreeSet<(Option<String>, u8)> = BTreeSet::new();
-    // Visible buckets first; past MAX_BARS they become per-lane density bins.
-    let mut shown: Vec<(usize, usize, f64, f64, Option<String>)> = Vec::new();
+    let mut visible: Vec<Visible> = Vec::new();
     for (i, b) in input.buckets.iter().enumerate() {
-        let lane = lane_index[&lane_key(b)];
-        let (s, e) = window(b);
-        let (a, z) = (px(s as f64), px(e as f64 + 1.0));
-        let role = bucket_role(b);
-        roles.insert((role.clone(), 0));
-        if !visible(a, z) {
+        let (s, e) = b.window();
+        let first = b.members.iter().map(|m| m.node).min().unwrap_or(s);
+        let lo = s.min(first) as f64;
+        let hi = (e.max(b.members.iter().map(|m| m.node).max().unwrap_or(e)) as f64) + 1.0;
+        if hi <= vp.x0 || lo >= vp.x1 {
             culled += 1;
             continue;
         }
-        shown.push((i, lane, a, z, role));
-    }
-    // Too many: keep the buckets anchored in view (a member launch, or the window's start or
-    // end, inside it) and cull those whose windows only pass through.
-    if shown.len() > MAX_BARS {
-        let inside = |pos: u32| {
-            let x = px(pos as f64 + 0.5);
-            x >= plot_x0 && x <= plot_x1
-        };
-        let anchored: Vec<_> = shown
-            .iter()
-            .filter(|(i, ..)| {
-                let b = &input.buckets[*i];
-                inside(b.latest_input)
-                    || inside(b.earliest_consumer)
-                    || b.members.iter().any(|m| inside(m.node))
-            })
-            .cloned()
-            .collect();
-        if anchored.len() <= MAX_BARS {
-            culled += shown.len() - anchored.len();
-            shown = anchored;
+        let window_in_view = (e as f64) + 1.0 > vp.x0 && (s as f64) < vp.x1;
+        let anchor = in_view(first).then_some(first);
+        if !window_in_view && anchor.is_none() {
+            culled += 1;
+            continue;
         }
-    }
-    let dense = shown.len() > MAX_BARS;
-
-    // Row packing per lane (first fit in graph positions, at most MAX_ROWS rows).
-    let mut order: Vec<usize> = if dense {
-        Vec::new()
-    } else {
-        shown.iter().map(|x| x.0).collect()
-    };
-    order.sort_by_key(|&i| {
-        (
-            input.buckets[i].latest_input,
-            input.buckets[i].earliest_consumer,
-            i,
-        )
-    });
-    let mut row_ends: Vec<Vec<u32>> = vec![Vec::new(); lane_keys.len()];
-    let mut row_of = vec![0usize; input.buckets.len()];
-    for &i in &order {
-        let b = &input.buckets[i];
-        let lane = lane_index[&lane_key(b)];
-        let ends = &mut row_ends[lane];
-        let (s, e) = window(b);
-        let row = match ends.iter().position(|&end| end < s) {
-            Some(r) => r,
-            None if ends.len() < MAX_ROWS => {
-                ends.push(0);
-                ends.len() - 1
-            }
-            None => (0..ends.len()).min_by_key(|&r| ends[r]).unwrap_or(0),
-        };
-        ends[row] = ends[row].max(e);
-        row_of[i] = row;
-    }
-
-    let mut lanes = Vec::new();
-    let mut y = TOP;
-    for (i, key) in lane_keys.iter().enumerate() {
-        let (rows, height) = match key {
-            LaneKey::Skipped => (1, SKIP_LANE_H),
-            _ => {
-                let rows = if dense { 3 } else { row_ends[i].len().max(1) };
-                (
-                    rows,
-                    rows as f64 * (ROW_H + ROW_GAP) - ROW_GAP + 2.0 * LANE_PAD + 12.0,
-                )
-            }
-        };
-        lanes.push(Lane {
-            key: key.clone(),
-            label: key.label(),
-            y,
-            height,
-            rows,
+        visible.push(Visible {
+            bucket: i,
+            lane: lane_of(b.lane),
+            a: clip(px(s as f64)),
+            z: clip(px(e as f64 + 1.0)),
+            ea: clip(px(lo)),
+            ez: clip(px(hi)),
+            anchor,
         });
-        y += height;
     }
-    let plot_y1 = y;
-    let row_y =
-        |lane: usize, row: usize| lanes[lane].y + LANE_PAD + 12.0 + row as f64 * (ROW_H + ROW_GAP);
+    let anchored = visible.iter().filter(|v| v.anchor.is_some()).count();
+    let dense = anchored > MAX_BARS;
+    let focus = options
+        .focus
+        .and_then(|f| visible.iter().find(|v| v.bucket == f).copied());
 
-    if dense {
-        // Per lane and role, a difference array over bins: how many buckets cover each bin.
-        let nbins = ((plot_x1 - plot_x0) / BIN).ceil() as usize + 1;
-        let mut role_ids: Vec<Option<String>> = Vec::new();
-        let mut diff: HashMap<(usize, usize), Vec<i64>> = HashMap::new();
-        for (_, lane, a, z, role) in &shown {
-            let r = match role_ids.iter().position(|x| x == role) {
-                Some(r) => r,
-                None => {
-                    role_ids.push(role.clone());
-                    role_ids.len() - 1
+    // Bars: per lane, the focus first, then buckets launched in view, then windows passing
+    // through; first fit into rows; what does not fit is overflow.
+    let mut packed: Vec<Packed> = (0..lane_keys.len()).map(|_| Packed::default()).collect();
+    if !dense {
+        let mut order: Vec<&Visible> = visible.iter().collect();
+        order.sort_by(|p, q| {
+            let rank = |v: &Visible| {
+                if Some(v.bucket) == options.focus {
+                    0
+                } else if v.anchor.is_some() {
+                    1
+                } else {
+                    2
                 }
             };
-            let first = (((clip(*a) - plot_x0) / BIN).floor().max(0.0) as usize).min(nbins - 1);
-            let last =
-                (((clip(*z) - plot_x0) / BIN).floor().max(0.0) as usize).clamp(first, nbins - 1);
-            let d = diff.entry((*lane, r)).or_insert_with(|| vec![0; nbins + 1]);
-            d[first] += 1;
-            d[last + 1] -= 1;
-        }
-        // bin → (count, role if uniform)
-        let mut bins: BTreeMap<(usize, usize), (usize, Option<Option<String>>)> = BTreeMap::new();
-        let mut keys: Vec<_> = diff.keys().copied().collect();
-        keys.sort();
-        for (lane, r) in keys {
-            let d = &diff[&(lane, r)];
-            let mut run = 0i64;
-            for (bin, delta) in d.iter().take(nbins).enumerate() {
-                run += delta;
-                if run > 0 {
-                    let entry = bins
-                        .entry((lane, bin))
-                        .or_insert((0, Some(role_ids[r].clone())));
-                    if entry.0 > 0 && entry.1.as_ref() != Some(&role_ids[r]) {
-                        entry.1 = None;
-                    }
-                    entry.0 += run as usize;
-                }
-            }
-        }
-        let max = bins.values().map(|v| v.0).max().unwrap_or(1).max(1) as f64;
-        let to_pos = |x: f64| vp.x0 + (x - plot_x0) / scale;
-        for ((lane, bin), (count, role)) in bins {
-            let x0 = plot_x0 + bin as f64 * BIN;
-            let x1 = (x0 + BIN).min(plot_x1);
-            let l = &lanes[lane];
-            density.push(DensityMark {
-                lane,
-                x0,
-                x1,
-                y: l.y + LANE_PAD,
-                h: l.height - 2.0 * LANE_PAD,
-                count,
-                opacity: 0.25 + 0.75 * (count as f64 / max).sqrt(),
-                colour: match &role {
-                    Some(r) => role_colour(r.as_deref()),
-                    None => role_colour(None),
-                },
-                from: to_pos(x0).max(0.0).floor() as u32,
-                to: to_pos(x1).max(0.0).ceil() as u32,
-            });
-        }
-    }
-    for (i, lane, a, z, role) in shown.into_iter().filter(|_| !dense) {
-        let b = &input.buckets[i];
-        let (mut x0, mut x1) = (clip(a), clip(z));
-        if x1 - x0 < 2.0 {
-            let c = (x0 + x1) / 2.0;
-            x0 = c - 1.0;
-            x1 = c + 1.0;
-        }
-        let short = b.id.rsplit(':').next().unwrap_or(&b.id).to_string();
-        let sing = singleton.get(&i).cloned();
-        let mut label = format!("{short} ×{} {}", b.members.len(), human_bytes(b.size_bytes));
-        if let Some(r) = &sing {
-            label = format!("{short} singleton: {r}");
-        }
-        let fits = (x1 - x0 - 6.0) / CHAR_W;
-        let label = if (fits as usize) >= label.chars().count() {
-            label
-        } else if (fits as usize) >= short.chars().count() {
-            short.clone()
-        } else {
-            String::new()
-        };
-        let y = row_y(lane, row_of[i]);
-        for m in &b.members {
-            let x = px(m.node as f64 + 0.5);
-            if x >= plot_x0 && x <= plot_x1 {
-                *tick_cols
-                    .entry((lane, row_of[i], x.round() as i64))
-                    .or_insert(0) += 1;
-            }
-        }
-        bars.push(BarMark {
-            bucket: i,
-            bucket_id: b.id.clone(),
-            lane,
-            x0,
-            x1,
-            y,
-            h: ROW_H,
-            colour: role_colour(role.as_deref()),
-            label,
-            title: bucket_title(b, sing.as_deref(), role.as_deref()),
-            singleton: sing,
-            role,
+            rank(p)
+                .cmp(&rank(q))
+                .then(p.a.total_cmp(&q.a))
+                .then(q.z.total_cmp(&p.z))
         });
-    }
-    let ticks = tick_cols
-        .into_iter()
-        .map(|((lane, row, x), count)| TickMark {
-            x: x as f64,
-            y: row_y(lane, row),
-            h: ROW_H,
-            count,
-        })
-        .collect();
-
-    // Splits, in the lane of the bucket they start; past MAX_MARKS, one mark per bin.
-    let mut splits = Vec::new();
-    let mut last_label_end: HashMap<usize, f64> = HashMap::new();
-    let mut visible_splits = Vec::new();
-    for d in input.decisions.iter().filter(|d| d.action == Action::Split) {
-        let prev = d.previous.unwrap_or(d.node);
-        let x = px((prev.min(d.node) as f64 + d.node.max(prev) as f64) / 2.0 + 0.5);
-        if x < plot_x0 - 0.5 || x > plot_x1 + 0.5 {
-            culled += 1;
-            continue;
+        for v in order {
+            pack(&mut packed[v.lane], *v);
         }
-        visible_splits.push((d, prev, x));
+    } else if let Some(f) = focus {
+        pack(&mut packed[f.lane], f);
     }
-    let dense_splits = visible_splits.len() > MAX_MARKS;
-    let mut split_bins: BTreeMap<(usize, i64), SplitMark> = BTreeMap::new();
-    for (d, prev, x) in visible_splits {
-        let after = bucket_of.get(&d.node).copied();
-        let before = bucket_of.get(&prev).copied();
-        let lane = after
-            .or(before)
-            .map(|b| lane_index[&lane_key(&input.buckets[b])])
-            .unwrap_or(0);
-        if dense_splits {
-            let bin = ((x - plot_x0) / BIN).floor() as i64;
-            let m = split_bins.entry((lane, bin)).or_insert_with(|| SplitMark {
-                x: plot_x0 + (bin as f64 + 0.5) * BIN,
-                y: lanes[lane].y + 2.0,
-                h: lanes[lane].height - 4.0,
-                reason: d.reason.clone(),
+
+    // Splits and skips in view; dense sets merge per bin.
+    let split_x = |d: &super::input::DecisionIn| {
+        let prev = d.previous.unwrap_or(d.node);
+        px((prev.min(d.node) as f64 + d.node.max(prev) as f64) / 2.0 + 0.5)
+    };
+    let inside = |x: f64| x >= plot_x0 - 0.5 && x <= plot_x1 + 0.5;
+    let splits_in: Vec<(usize, f64)> = input
+        .decisions
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.action == Action::Split)
+        .map(|(i, d)| (i, split_x(d)))
+        .collect();
+    let splits_visible: Vec<(usize, f64)> = splits_in
+        .iter()
+        .copied()
+        .filter(|(_, x)| inside(*x))
+        .collect();
+    culled += splits_in.len() - splits_visible.len();
+    let skips_in: Vec<(usize, f64)> = input
+        .decisions
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.action == Action::Skip)
+        .map(|(i, d)| (i, px(d.node as f64 + 0.5)))
+        .collect();
+    let skips_visible: Vec<(usize, f64)> = skips_in
+        .iter()
+        .copied()
+        .filter(|(_, x)| inside(*x))
+        .collect();
+    culled += skips_in.len() - skips_visible.len();
+
+    // Columns of dense lanes (bins by first launch), before the labels: they name the
+    // largest.
+    struct Bin {
+        count: usize,
+        total: u64,
+        max: u64,
+        largest: usize,
+        role: Option<Option<Rc<str>>>,
+        mixed: bool,
+    }
+    let mut bins: Vec<std::collections::BTreeMap<usize, Bin>> =
+        (0..lane_keys.len()).map(|_| Default::default()).collect();
+    let mut passing = vec![0usize; lane_keys.len()];
+    if dense {
+        for v in &visible {
+            let Some(anchor) = v.anchor else {
+                passing[v.lane] += 1;
+                continue;
+            };
+            let b = &input.buckets[v.bucket];
+            let k = (((anchor as f64 + 0.5 - vp.x0) * scale / BIN)
+                .floor()
+                .max(0.0)) as usize;
+            let bin = bins[v.lane].entry(k).or_insert(Bin {
+                count: 0,
+                total: 0,
+                max: 0,
+                largest: v.bucket,
+                role: None,
+                mixed: false,
+            });
+            bin.count += 1;
+            bin.total = bin.total.saturating_add(b.size_bytes);
+            if b.size_bytes > bin.max || bin.count == 1 {
+                bin.max = b.size_bytes.max(bin.max);
+                bin.largest = v.bucket;
+            }
+            let role = b.role().cloned();
+            match &bin.role {
+                None => bin.role = Some(role),
+                Some(r) if *r != role => bin.mixed = true,
+                _ => {}
+            }
+        }
+    }
+
+    // Labels of splits and column names, per lane, in label lines above the rows.
+    let mut lane_bands: Vec<Bands> = (0..lane_keys.len())
+        .map(|_| Bands::new(LABEL_LINES))
+        .collect();
+    let plot_span = (plot_x0, plot_x1);
+    // (lane, decision, x, label line, text, anchor) for single splits; grouped bins.
+    let dense_splits = splits_visible.len() > MAX_MARKS;
+    let mut splits: Vec<SplitMark> = Vec::new();
+    let mut split_labels: Vec<Option<Placed>> = Vec::new();
+    if dense_splits {
+        let mut merged: std::collections::BTreeMap<(usize, i64), SplitMark> = Default::default();
+        for &(i, x) in &splits_visible {
+            let d = &input.decisions[i];
+            let lane = lane_of(d.lane);
+            let k = ((x - plot_x0) / BIN).floor() as i64;
+            let m = merged.entry((lane, k)).or_insert_with(|| SplitMark {
+                lane,
+                x: plot_x0 + (k as f64 + 0.5) * BIN,
+                y0: 0.0,
+                y1: 0.0,
+                reason: Some(d.reason),
                 node: d.name.clone(),
                 before: None,
                 after: None,
-                show_label: false,
+                cause: None,
+                label: None,
+                labelled_by: None,
                 title: String::new(),
+                aria: String::new(),
                 count: 0,
                 grouped: true,
             });
             m.count += 1;
-            if m.reason != d.reason {
-                m.reason = "mixed".into();
+            if m.reason != Some(d.reason) {
+                m.reason = None;
             }
-            continue;
         }
-        let end = last_label_end.entry(lane).or_insert(f64::MIN);
-        let show_label = x > *end;
-        if show_label {
-            *end = x + 4.0 + d.reason.chars().count() as f64 * CHAR_W;
+        for (_, mut m) in merged {
+            let what = m.reason.map_or("mixed reasons", Reason::as_str);
+            m.title = format!("{} splits here ({what}); zoom in to see each", m.count);
+            m.aria = format!("{} splits ({what}); press Enter to zoom in", m.count);
+            splits.push(m);
+            split_labels.push(None);
         }
-        let id = |b: Option<usize>| b.map(|b| input.buckets[b].id.clone());
-        splits.push(SplitMark {
-            x,
-            y: lanes[lane].y + 2.0,
-            h: lanes[lane].height - 4.0,
-            reason: d.reason.clone(),
-            node: d.name.clone(),
-            before: id(before),
-            after: id(after),
-            show_label,
-            title: format!(
-                "split: {}\n{} is not bucketed with the collective before it\nbetween {} and {}",
-                d.reason,
-                d.name,
-                id(before).unwrap_or_else(|| "?".into()),
-                id(after).unwrap_or_else(|| "?".into())
-            ),
-            count: 1,
-            grouped: false,
-        });
-    }
-    for (_, mut m) in split_bins {
-        m.title = format!(
-            "{} splits here ({}); zoom in to see each",
-            m.count, m.reason
-        );
-        splits.push(m);
-    }
-
-    // Skipped collectives; merged per pixel column only when there are more than columns.
-    let mut skips = Vec::new();
-    if let Some(&lane) = lane_index.get(&LaneKey::Skipped) {
-        let sk: Vec<_> = input
-            .decisions
-            .iter()
-            .filter(|d| d.action == Action::Skip)
-            .collect();
-        let visible_skips: Vec<_> = sk
-            .iter()
-            .filter(|d| {
-                let x = px(d.node as f64 + 0.5);
-                x >= plot_x0 - 0.5 && x <= plot_x1 + 0.5
-            })
-            .collect();
-        culled += sk.len() - visible_skips.len();
-        let merge = visible_skips.len() > MAX_MARKS;
-        let y = lanes[lane].y + 10.0;
-        let mut label_end = f64::MIN;
-        let mut cols: BTreeMap<i64, SkipMark> = BTreeMap::new();
-        for d in visible_skips {
-            let x = px(d.node as f64 + 0.5);
-            if merge {
-                let bin = ((x - plot_x0) / BIN).floor() as i64;
-                let e = cols.entry(bin).or_insert_with(|| SkipMark {
-                    x: plot_x0 + (bin as f64 + 0.5) * BIN,
-                    y,
-                    reason: d.reason.clone(),
-                    node: d.name.clone(),
-                    count: 0,
-                    show_label: false,
-                    title: String::new(),
-                    grouped: true,
-                });
-                e.count += 1;
-                if e.reason != d.reason {
-                    e.reason = "mixed".into();
-                }
-                continue;
-            }
-            let show_label = x > label_end;
-            if show_label {
-                label_end = x + 8.0 + d.reason.chars().count() as f64 * CHAR_W;
-            }
-            skips.push(SkipMark {
+    } else {
+        for &(i, x) in &splits_visible {
+            let d = &input.decisions[i];
+            let lane = lane_of(d.lane);
+            let after = input.bucket_of(d.node).map(|b| input.buckets[b].id.clone());
+            let before = d
+                .previous
+                .and_then(|p| input.bucket_of(p))
+                .map(|b| input.buckets[b].id.clone());
+            let cause = d.cause_name.clone();
+            let placed = place_label(
+                &mut lane_bands[lane],
                 x,
-                y,
-                reason: d.reason.clone(),
+                &[d.reason.as_str(), short_reason(d.reason)],
+                plot_span,
+                LABEL_SIZE,
+                true,
+            );
+            let title = split_title(d, before.as_deref(), after.as_deref());
+            splits.push(SplitMark {
+                lane,
+                x,
+                y0: 0.0,
+                y1: 0.0,
+                reason: Some(d.reason),
                 node: d.name.clone(),
+                before,
+                after,
+                cause,
+                label: None,
+                labelled_by: None,
+                aria: format!(
+                    "split ({}) before {}; press Enter for details",
+                    d.reason.as_str(),
+                    d.name
+                ),
+                title,
                 count: 1,
-                show_label,
-                title: format!("skipped: {}\n{}", d.reason, d.name),
                 grouped: false,
             });
+            split_labels.push(placed);
         }
-        for (_, mut m) in cols {
-            m.title = format!(
-                "{} skipped collectives here ({}); zoom in to see each",
-                m.count, m.reason
-            );
-            skips.push(m);
+        aggregate_unlabelled(&mut splits, &mut split_labels, |s| s.lane, |s| s.x);
+    }
+
+    // Column names: the largest buckets of each dense lane.
+    let mut column_labels: Vec<Vec<(usize, Placed)>> = vec![Vec::new(); lane_keys.len()];
+    if dense {
+        for (lane, lane_bins) in bins.iter().enumerate() {
+            let mut by_size: Vec<(usize, &Bin)> = lane_bins.iter().map(|(k, b)| (*k, b)).collect();
+            by_size.sort_by(|p, q| q.1.max.cmp(&p.1.max).then(p.0.cmp(&q.0)));
+            for (k, bin) in by_size.into_iter().take(NAMED_COLUMNS) {
+                let b = &input.buckets[bin.largest];
+                let x = plot_x0 + (k as f64 + 0.5) * BIN;
+                let bytes = human_bytes(b.size_bytes);
+                let full = format!("{} {bytes}", b.short_id());
+                if let Some(placed) = place_label(
+                    &mut lane_bands[lane],
+                    x,
+                    &[full.as_str(), bytes.as_str()],
+                    plot_span,
+                    LABEL_SIZE,
+                    false,
+                ) {
+                    column_labels[lane].push((k, placed));
+                }
+            }
         }
     }
 
-    // Legend: roles present, then the marks.
-    let mut legend: Vec<LegendEntry> = roles
-        .into_iter()
-        .map(|(r, _)| LegendEntry {
-            label: r.clone().unwrap_or_else(|| "unclassified".into()),
-            colour: role_colour(r.as_deref()),
-            shape: "bar",
-        })
-        .collect();
-    legend.push(LegendEntry {
-        label: "member launch".into(),
-        colour: SPLIT,
-        shape: "tick",
+    // Skip labels, below the skip marks.
+    let mut skip_bands = Bands::new(LABEL_LINES);
+    let dense_skips = skips_visible.len() > MAX_MARKS;
+    let mut skips: Vec<SkipMark> = Vec::new();
+    let mut skip_labels: Vec<Option<Placed>> = Vec::new();
+    if dense_skips {
+        let mut merged: std::collections::BTreeMap<i64, SkipMark> = Default::default();
+        for &(i, x) in &skips_visible {
+            let d = &input.decisions[i];
+            let k = ((x - plot_x0) / BIN).floor() as i64;
+            let m = merged.entry(k).or_insert_with(|| SkipMark {
+                x: plot_x0 + (k as f64 + 0.5) * BIN,
+                y: 0.0,
+                reason: Some(d.reason),
+                node: d.name.clone(),
+                count: 0,
+                grouped: true,
+                label: None,
+                labelled_by: None,
+                title: String::new(),
+                aria: String::new(),
+            });
+            m.count += 1;
+            if m.reason != Some(d.reason) {
+                m.reason = None;
+            }
+        }
+        for (_, mut m) in merged {
+            let what = m.reason.map_or("mixed reasons", Reason::as_str);
+            m.title = format!(
+                "{} skipped collectives here ({what}); zoom in to see each",
+                m.count
+            );
+            m.aria = format!("{} skipped ({what}); press Enter to zoom in", m.count);
+            skips.push(m);
+            skip_labels.push(None);
+        }
+    } else {
+        for &(i, x) in &skips_visible {
+            let d = &input.decisions[i];
+            let placed = place_label(
+                &mut skip_bands,
+                x,
+                &[d.reason.as_str(), short_reason(d.reason)],
+                plot_span,
+                LABEL_SIZE,
+                true,
+            );
+            skips.push(SkipMark {
+                x,
+                y: 0.0,
+                reason: Some(d.reason),
+                node: d.name.clone(),
+                count: 1,
+                grouped: false,
+                label: None,
+                labelled_by: None,
+                title: format!(
+                    "skipped: {}\n{} (#{})\n{}",
+                    d.reason.as_str(),
+                    d.name,
+                    d.node,
+                    d.reason.explain()
+                ),
+                aria: format!(
+                    "skipped ({}): {}; press Enter for details",
+                    d.reason.as_str(),
+                    d.name
+                ),
+            });
+            skip_labels.push(placed);
+        }
+        aggregate_unlabelled(&mut skips, &mut skip_labels, |_| 0, |s| s.x);
+    }
+
+    // Vertical layout.
+    let mut texts: Vec<TextMark> = Vec::new();
+    let title = if input.title.is_empty() {
+        format!("bucket timeline · {} nodes", input.node_count)
+    } else {
+        format!("{} · {} nodes", input.title, input.node_count)
+    };
+    let range = format!("graph positions {:.0}–{:.0}", vp.x0, vp.x1);
+    let range_w = text::width(&range, RANGE_SIZE);
+    let title_room = w - 16.0 - range_w - 16.0;
+    let one_line = text::width(&title, TITLE_SIZE) <= title_room;
+    let title_text = text::fit(
+        &title,
+        TITLE_SIZE,
+        if one_line { title_room } else { w - 16.0 },
+    )
+    .unwrap_or_default();
+    texts.push(TextMark {
+        x: 8.0,
+        y: 7.0,
+        text: title_text,
+        size: TITLE_SIZE,
+        colour: INK,
+        anchor: Anchor::Start,
+        bold: true,
     });
-    legend.push(LegendEntry {
-        label: "split (reason)".into(),
-        colour: SPLIT,
-        shape: "split",
-    });
-    legend.push(LegendEntry {
-        label: "skipped (reason)".into(),
-        colour: SKIP,
-        shape: "skip",
-    });
+    let mut y = 7.0 + TITLE_SIZE + 6.0;
+    if one_line {
+        texts.push(TextMark {
+            x: w - 8.0,
+            y: 8.0,
+            text: range,
+            size: RANGE_SIZE,
+            colour: INK,
+            anchor: Anchor::End,
+            bold: false,
+        });
+    } else {
+        texts.push(TextMark {
+            x: 8.0,
+            y,
+            text: text::fit(&range, RANGE_SIZE, w - 16.0).unwrap_or_default(),
+            size: RANGE_SIZE,
+            colour: INK,
+            anchor: Anchor::Start,
+            bold: false,
+        });
+        y += RANGE_SIZE + 6.0;
+    }
+    let plot_y0 = y;
+
+    let mut lanes: Vec<LaneBox> = Vec::new();
+    let mut bars: Vec<BarMark> = Vec::new();
+    let mut ticks: Vec<TickMark> = Vec::new();
+    let mut overflow: Vec<OverflowMark> = Vec::new();
+    let mut columns: Vec<ColumnMark> = Vec::new();
+    let mut in_view_count = 0usize;
+    for (li, key) in lane_keys.iter().enumerate() {
+        let lane_y = y;
+        // Lane name and note: in the left margin when wide, else on a line of their own.
+        let (name, note) = match key {
+            LaneKey::Skipped => (key.label(), format!("{} in view", skips_visible.len())),
+            LaneKey::Buckets(_) if dense => {
+                let n: usize = bins[li].values().map(|b| b.count).sum();
+                let max = bins[li].values().map(|b| b.max).max().unwrap_or(0);
+                in_view_count += n + passing[li];
+                let mut note = format!("{n} launched in view");
+                if n > 0 {
+                    note.push_str(&format!(", largest {}", human_bytes(max)));
+                }
+                if passing[li] > 0 {
+                    note.push_str(&format!("; {} windows from outside", passing[li]));
+                }
+                (key.label(), note)
+            }
+            LaneKey::Buckets(_) => {
+                let p = &packed[li];
+                in_view_count += p.bars.len() + p.overflow.len();
+                let mut note = format!(
+                    "{} in view",
+                    plural(p.bars.len() + p.overflow.len(), "bucket")
+                );
+                if !p.overflow.is_empty() {
+                    note = format!(
+                        "{} in view, {} not drawn",
+                        p.bars.len() + p.overflow.len(),
+                        p.overflow.len()
+                    );
+                }
+                (key.label(), note)
+            }
+        };
+        if wide {
+            texts.push(TextMark {
+                x: 8.0,
+                y: lane_y + 6.0,
+                text: text::fit(&name, LANE_SIZE, plot_x0 - 16.0).unwrap_or_default(),
+                size: LANE_SIZE,
+                colour: INK,
+                anchor: Anchor::Start,
+                bold: true,
+            });
+            if let Some(t) = text::fit(&note, NOTE_SIZE, plot_x0 - 16.0) {
+                texts.push(TextMark {
+                    x: 8.0,
+                    y: lane_y + 6.0 + LANE_SIZE + 4.0,
+                    text: t,
+                    size: NOTE_SIZE,
+                    colour: MUTED,
+                    anchor: Anchor::Start,
+                    bold: false,
+                });
+            }
+            y += 4.0;
+        } else {
+            let name_text = text::fit(&name, LANE_SIZE, w - 20.0).unwrap_or_default();
+            let name_w = text::width(&name_text, LANE_SIZE);
+            texts.push(TextMark {
+                x: plot_x0,
+                y: lane_y + 5.0,
+                text: name_text,
+                size: LANE_SIZE,
+                colour: INK,
+                anchor: Anchor::Start,
+                bold: true,
+            });
+            if let Some(t) = text::fit(
+                &format!("· {note}"),
+                NOTE_SIZE,
+                plot_x1 - plot_x0 - name_w - 8.0,
+            ) {
+                texts.push(TextMark {
+                    x: plot_x0 + name_w + 6.0,
+                    y: lane_y + 6.0,
+                    text: t,
+                    size: NOTE_SIZE,
+                    colour: MUTED,
+                    anchor: Anchor::Start,
+                    bold: false,
+                });
+            }
+            y += 5.0 + LANE_SIZE + 4.0;
+        }
+        match key {
+            LaneKey::Skipped => {
+                let rows_y = y;
+                let mark_y = rows_y + 8.0;
+                let lines = skip_bands.used();
+                let labels_y = rows_y + 17.0;
+                let rows_h = 17.0 + lines as f64 * LINE_H + 3.0;
+                for (m, placed) in skips.iter_mut().zip(&skip_labels) {
+                    m.y = mark_y;
+                    if let Some(p) = placed {
+                        m.label = Some(p.mark(labels_y + p.line as f64 * LINE_H, SKIP));
+                    }
+                }
+                y = rows_y + rows_h;
+                let height = (y - lane_y).max(if wide { 40.0 } else { 0.0 });
+                y = lane_y + height;
+                lanes.push(LaneBox {
+                    key: *key,
+                    y: lane_y,
+                    height,
+                    rows_y,
+                    rows_h,
+                    rows: 1,
+                    shaded: li % 2 == 0,
+                });
+            }
+            LaneKey::Buckets(_) => {
+                let lines = lane_bands[li].used();
+                let band_y = y;
+                // Line 0 is the one nearest the rows.
+                let line_y = |line: usize| {
+                    let top = lines.saturating_sub(1);
+                    band_y + top.saturating_sub(line) as f64 * LINE_H
+                };
+                y += lines as f64 * LINE_H + 2.0;
+                let rows_y = y;
+                let p = &packed[li];
+                let geometry = RowGeometry::of(p.rows);
+                let focus_rows = if dense { p.rows } else { 0 };
+                let rows_h = if dense {
+                    focus_rows as f64 * geometry.pitch() + COLUMN_H
+                } else {
+                    p.rows.max(1) as f64 * geometry.pitch()
+                };
+                let row_y = |row: usize| rows_y + row as f64 * geometry.pitch();
+                // Bars and ticks.
+                for &(v, row) in &p.bars {
+                    let b = &input.buckets[v.bucket];
+                    let (mut x0, mut x1) = (v.a, v.z);
+                    if x1 - x0 < 3.0 {
+                        let c = ((x0 + x1) / 2.0).clamp(plot_x0 + 1.5, plot_x1 - 1.5);
+                        x0 = c - 1.5;
+                        x1 = c + 1.5;
+                    }
+                    let by = row_y(row);
+                    let role = b.role().cloned();
+                    let colour = role_colour(role.as_deref());
+                    let singleton = input.singletons.get(v.bucket).copied().flatten();
+                    let label = bar_label(
+                        b,
+                        singleton,
+                        x0,
+                        x1,
+                        by,
+                        geometry,
+                        colour,
+                        &p.spans[row],
+                        plot_x1,
+                    );
+                    for m in &b.members {
+                        if in_view(m.node) {
+                            let x = px(m.node as f64 + 0.5).round();
+                            match ticks.last_mut() {
+                                Some(t) if t.x == x && t.y == by + geometry.bar + 1.0 => {
+                                    t.count += 1
+                                }
+                                _ => ticks.push(TickMark {
+                                    x,
+                                    y: by + geometry.bar + 1.0,
+                                    h: geometry.tick,
+                                    count: 1,
+                                }),
+                            }
+                        }
+                    }
+                    let (s, e) = b.window();
+                    bars.push(BarMark {
+                        bucket: v.bucket,
+                        bucket_id: b.id.clone(),
+                        lane: li,
+                        row,
+                        x0,
+                        x1,
+                        y: by,
+                        h: geometry.bar,
+                        colour,
+                        label,
+                        title: bucket_title(b, singleton, role.as_deref()),
+                        aria: bucket_aria(b, singleton, role.as_deref()),
+                        singleton,
+                        role,
+                        anchored: v.anchor.is_some(),
+                        start: s,
+                        end: e,
+                    });
+                }
+                // Columns.
+                if dense {
+                    let top = rows_y + focus_rows as f64 * geometry.pitch();
+                    let lane_max = bins[li].values().map(|b| b.max).max().unwrap_or(0).max(1);
+                    for (k, bin) in &bins[li] {
+                        let x0 = plot_x0 + *k as f64 * BIN;
+                        let x1 = (x0 + BIN - 1.0).min(plot_x1);
+                        let h = (COLUMN_H - 4.0) * bin.max as f64 / lane_max as f64;
+                        let h = h.max(2.0);
+                        let from = vp.x0 + *k as f64 * BIN / scale;
+                        let to = vp.x0 + (*k as f64 + 1.0) * BIN / scale;
+                        let largest = &input.buckets[bin.largest];
+                        let colour = if bin.mixed {
+                            palette::UNCLASSIFIED
+                        } else {
+                            role_colour(bin.role.clone().flatten().as_deref())
+                        };
+                        let label = column_labels[li]
+                            .iter()
+                            .find(|c| c.0 == *k)
+                            .map(|(_, p)| p.mark(line_y(p.line), INK));
+                        columns.push(ColumnMark {
+                            lane: li,
+                            x0,
+                            x1,
+                            y: top + COLUMN_H - h,
+                            h,
+                            count: bin.count,
+                            from,
+                            to,
+                            max_bytes: bin.max,
+                            total_bytes: bin.total,
+                            largest: bin.largest,
+                            colour,
+                            label,
+                            title: format!(
+                                "{} bucket(s) launch at graph positions {:.0}–{:.0}\nlargest: {} ({})\ntotal: {}\nclick to zoom in",
+                                bin.count,
+                                from,
+                                to,
+                                largest.short_id(),
+                                human_bytes(bin.max),
+                                human_bytes(bin.total)
+                            ),
+                        });
+                    }
+                }
+                let mut rows_h = rows_h;
+                // Overflow: windows not drawn, counted per run of bins.
+                if !p.overflow.is_empty() {
+                    let oy = rows_y + rows_h + 1.0;
+                    let nbins = ((plot_x1 - plot_x0) / BIN).ceil() as usize + 1;
+                    let mut diff = vec![0i64; nbins + 1];
+                    for v in &p.overflow {
+                        let first =
+                            (((v.a - plot_x0) / BIN).floor().max(0.0) as usize).min(nbins - 1);
+                        let last = (((v.z - plot_x0) / BIN).ceil().max(1.0) as usize - 1)
+                            .clamp(first, nbins - 1);
+                        diff[first] += 1;
+                        diff[last + 1] -= 1;
+                    }
+                    let mut run = 0i64;
+                    let mut current: Option<(usize, i64)> = None;
+                    let mut runs: Vec<(usize, usize, i64)> = Vec::new();
+                    for (k, d) in diff.iter().take(nbins).enumerate() {
+                        run += d;
+                        match current {
+                            Some((start, c)) if c == run => {
+                                let _ = start;
+                            }
+                            Some((start, c)) => {
+                                if c > 0 {
+                                    runs.push((start, k, c));
+                                }
+                                current = Some((k, run));
+                            }
+                            None => current = Some((k, run)),
+                        }
+                    }
+                    if let Some((start, c)) = current {
+                        if c > 0 {
+                            runs.push((start, nbins, c));
+                        }
+                    }
+                    let names: Vec<&str> = p
+                        .overflow
+                        .iter()
+                        .take(8)
+                        .map(|v| input.buckets[v.bucket].short_id())
+                        .collect();
+                    for (k0, k1, count) in runs {
+                        let x0 = plot_x0 + k0 as f64 * BIN;
+                        let x1 = (plot_x0 + k1 as f64 * BIN).min(plot_x1);
+                        let from = vp.x0 + (x0 - plot_x0) / scale;
+                        let to = vp.x0 + (x1 - plot_x0) / scale;
+                        overflow.push(OverflowMark {
+                            lane: li,
+                            x0,
+                            x1,
+                            y: oy,
+                            h: OVERFLOW_H - 3.0,
+                            count: count as usize,
+                            from,
+                            to,
+                            title: format!(
+                                "{count} more bucket window(s) cover graph positions {from:.0}–{to:.0}; the lane is full ({MAX_ROWS} rows), so they are counted here: select one in the table to draw it, or zoom in\n(this lane: {}{})",
+                                names.join(", "),
+                                if p.overflow.len() > names.len() { ", …" } else { "" }
+                            ),
+                        });
+                    }
+                    rows_h += OVERFLOW_H;
+                }
+                // Split labels and lines.
+                for (m, placed) in splits.iter_mut().zip(&split_labels) {
+                    if m.lane != li {
+                        continue;
+                    }
+                    m.y0 = rows_y - 3.0;
+                    m.y1 = rows_y + rows_h;
+                    if let Some(p) = placed {
+                        m.label = Some(p.mark(line_y(p.line), SPLIT));
+                    }
+                }
+                y = rows_y + rows_h + 6.0;
+                let min_h = if wide {
+                    6.0 + LANE_SIZE + 4.0 + NOTE_SIZE + 8.0
+                } else {
+                    0.0
+                };
+                let height = (y - lane_y).max(min_h);
+                y = lane_y + height;
+                lanes.push(LaneBox {
+                    key: *key,
+                    y: lane_y,
+                    height,
+                    rows_y,
+                    rows_h,
+                    rows: p.rows,
+                    shaded: li % 2 == 0,
+                });
+            }
+        }
+    }
+    let plot_y1 = y;
 
     // Axis ticks at a 1-2-5 step giving about one tick per 90 px.
     let span = vp.x1 - vp.x0;
@@ -686,55 +1283,399 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
     let mut axis = Vec::new();
     let mut t = (vp.x0 / step).ceil() * step;
     while t <= vp.x1 + 1e-9 {
-        axis.push((px(t), t as u64));
+        let x = px(t);
+        let label = format!("{}", t as u64);
+        let lw = text::width(&label, AXIS_SIZE);
+        let lx = x.clamp(lw / 2.0 + 2.0, w - lw / 2.0 - 2.0);
+        axis.push(AxisTick {
+            x,
+            position: t as u64,
+            label: TextMark {
+                x: lx,
+                y: plot_y1 + 7.0,
+                text: label,
+                size: AXIS_SIZE,
+                colour: INK,
+                anchor: Anchor::Middle,
+                bold: false,
+            },
+        });
         t += step;
     }
+    texts.push(TextMark {
+        x: plot_x1,
+        y: plot_y1 + 7.0 + AXIS_SIZE + 5.0,
+        text: "graph position (node index)".into(),
+        size: NOTE_SIZE,
+        colour: MUTED,
+        anchor: Anchor::End,
+        bold: false,
+    });
+    let mut y = plot_y1 + 7.0 + AXIS_SIZE + 5.0 + NOTE_SIZE + 12.0;
 
-    let legend_y = plot_y1 + 50.0;
-    let frame = Frame {
-        width,
-        height: (legend_y + 24.0) as u32,
-        plot_x0,
-        plot_x1,
-        plot_y0: TOP,
-        plot_y1,
-        legend_y,
-    };
+    // Legend: what is drawn, wrapped to the width.
+    let mut entries: Vec<(LegendShape, String)> = Vec::new();
+    let mut roles: BTreeSet<Option<Rc<str>>> = BTreeSet::new();
+    for b in &bars {
+        roles.insert(b.role.clone());
+    }
+    if dense {
+        for b in &input.buckets {
+            roles.insert(b.role().cloned());
+        }
+    }
+    for r in roles {
+        entries.push((
+            LegendShape::Bar(role_colour(r.as_deref())),
+            r.as_deref().unwrap_or("unclassified or mixed").to_string(),
+        ));
+    }
+    if !bars.is_empty() {
+        entries.push((
+            LegendShape::Tick,
+            "member launch (where the graph launches it now; may lie outside the window)".into(),
+        ));
+    }
+    if dense {
+        entries.push((
+            LegendShape::Column,
+            "buckets launched in a bin; height: the largest one's bytes".into(),
+        ));
+    }
+    if !overflow.is_empty() {
+        entries.push((
+            LegendShape::Overflow,
+            "windows not drawn (the lane is full), counted".into(),
+        ));
+    }
+    entries.push((LegendShape::Split, "split (reason)".into()));
+    if skip_lane.is_some() {
+        entries.push((LegendShape::Skip, "skipped (reason)".into()));
+    }
+    let mut legend = Vec::new();
+    let mut x = 8.0;
+    for (shape, label) in entries {
+        let text_w = text::width(&label, LEGEND_SIZE);
+        let item_w = 20.0 + text_w + 18.0;
+        if x > 8.0 && x + item_w > w - 8.0 {
+            x = 8.0;
+            y += 18.0;
+        }
+        let text = text::fit(&label, LEGEND_SIZE, w - 8.0 - x - 20.0).unwrap_or_default();
+        let used = 20.0 + text::width(&text, LEGEND_SIZE) + 18.0;
+        legend.push(LegendItem {
+            shape,
+            x,
+            y,
+            text: TextMark {
+                x: x + 20.0,
+                y: y - LEGEND_SIZE / 2.0,
+                text,
+                size: LEGEND_SIZE,
+                colour: INK,
+                anchor: Anchor::Start,
+                bold: false,
+            },
+        });
+        x += used;
+    }
+    let height = (y + 16.0).ceil() as u32;
+
     TimelineScene {
         title: input.title.clone(),
         node_count: input.node_count,
         viewport: vp,
-        frame,
+        frame: Frame {
+            width,
+            height,
+            plot_x0,
+            plot_x1,
+            plot_y0,
+            plot_y1,
+        },
         lanes,
+        texts,
         bars,
-        density,
         ticks,
+        overflow,
+        columns,
         splits,
         skips,
         legend,
         axis,
+        dense,
+        in_view: in_view_count,
         culled,
     }
 }
 
-/// The planner's window of a bucket, ordered.
-fn window(b: &BucketIn) -> (u32, u32) {
-    let s = b.latest_input.min(b.earliest_consumer);
-    let e = b.latest_input.max(b.earliest_consumer);
-    (s, e)
+/// Puts `v` in the first row where its extent (plus a gap) is free; a new row while the lane
+/// has fewer than [`MAX_ROWS`]; else overflow.
+fn pack(p: &mut Packed, v: Visible) {
+    let (a, z) = (v.ea.min(v.a - 1.5), v.ez.max(v.z).max(v.a + 3.0));
+    let row = (0..p.rows).find(|&r| {
+        p.spans[r]
+            .iter()
+            .all(|&(s, e)| z + 2.0 <= s || a >= e + 2.0)
+    });
+    let row = match row {
+        Some(r) => r,
+        None if p.rows < MAX_ROWS => {
+            p.rows += 1;
+            p.spans.push(Vec::new());
+            p.rows - 1
+        }
+        None => {
+            p.overflow.push(v);
+            return;
+        }
+    };
+    let spans = &mut p.spans[row];
+    let at = spans.partition_point(|s| s.0 < a);
+    spans.insert(at, (a, z));
+    p.bars.push((v, row));
 }
 
-/// The bucket's role: the members' common role, else none (a mixed bucket has no scalar role).
-pub fn bucket_role(b: &BucketIn) -> Option<String> {
-    let first = b.members.first()?.role.clone();
-    if b.members.iter().all(|m| m.role == first) {
-        first.map(|r| r.to_string())
-    } else {
-        None
+/// A label placed on a line of a band, before the band's position is known.
+#[derive(Clone, Debug)]
+struct Placed {
+    line: usize,
+    text: String,
+    anchor: Anchor,
+    x: f64,
+}
+
+impl Placed {
+    fn mark(&self, y: f64, colour: Rgb) -> TextMark {
+        TextMark {
+            x: self.x,
+            y,
+            text: self.text.clone(),
+            size: LABEL_SIZE,
+            colour,
+            anchor: self.anchor,
+            bold: false,
+        }
     }
 }
 
-pub fn bucket_title(b: &BucketIn, singleton: Option<&str>, role: Option<&str>) -> String {
+/// Places a label for a mark at `x`: the first of `texts` that fits, right of the mark or
+/// else left of it, on the first free line. With
+/// `room_for_count`, room is kept for a `+N` suffix (marks aggregated into this label).
+fn place_label(
+    bands: &mut Bands,
+    x: f64,
+    texts: &[&str],
+    (plot_x0, plot_x1): (f64, f64),
+    size: f64,
+    room_for_count: bool,
+) -> Option<Placed> {
+    let suffix = if room_for_count {
+        text::width(" +99", size)
+    } else {
+        0.0
+    };
+    for t in texts {
+        let tw = text::width(t, size) + suffix + SLACK;
+        let right = (x + 3.0, x + 3.0 + tw);
+        let left = (x - 3.0 - tw, x - 3.0);
+        for line in 0..LABEL_LINES {
+            if right.1 <= plot_x1 && bands.free(line, right.0, right.1) {
+                bands.take(line, right.0, right.1);
+                return Some(Placed {
+                    line,
+                    text: t.to_string(),
+                    anchor: Anchor::Start,
+                    x: right.0,
+                });
+            }
+            if left.0 >= plot_x0 && bands.free(line, left.0, left.1) {
+                bands.take(line, left.0, left.1);
+                return Some(Placed {
+                    line,
+                    text: t.to_string(),
+                    anchor: Anchor::End,
+                    x: left.1,
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Marks that found no room for their own label are named by the nearest labelled mark of
+/// the same lane, whose label gains a count (`capacity +2`, or `capacity ×3` when they share
+/// the reason).
+fn aggregate_unlabelled<M: Labelled>(
+    marks: &mut [M],
+    labels: &mut [Option<Placed>],
+    lane: impl Fn(&M) -> usize,
+    x: impl Fn(&M) -> f64,
+) {
+    let mut extra: Vec<Vec<usize>> = vec![Vec::new(); marks.len()];
+    for i in 0..marks.len() {
+        if labels[i].is_some() {
+            continue;
+        }
+        let nearest = (0..marks.len())
+            .filter(|&j| labels[j].is_some() && lane(&marks[j]) == lane(&marks[i]))
+            .min_by(|&p, &q| {
+                (x(&marks[p]) - x(&marks[i]))
+                    .abs()
+                    .total_cmp(&(x(&marks[q]) - x(&marks[i])).abs())
+            });
+        if let Some(j) = nearest {
+            extra[j].push(i);
+            marks[i].set_labelled_by(j);
+        }
+    }
+    for (j, others) in extra.into_iter().enumerate() {
+        if others.is_empty() {
+            continue;
+        }
+        let same = others
+            .iter()
+            .all(|&i| marks[i].reason() == marks[j].reason());
+        if let Some(p) = labels[j].as_mut() {
+            if same {
+                p.text.push_str(&format!(" ×{}", others.len() + 1));
+            } else {
+                p.text.push_str(&format!(" +{}", others.len()));
+            }
+        }
+        let named: Vec<String> = others.iter().map(|&i| marks[i].describe()).collect();
+        marks[j].note_also(&named);
+    }
+}
+
+/// What label aggregation needs of a mark.
+trait Labelled {
+    fn reason(&self) -> Option<Reason>;
+    fn set_labelled_by(&mut self, by: usize);
+    fn describe(&self) -> String;
+    fn note_also(&mut self, others: &[String]);
+}
+
+impl Labelled for SplitMark {
+    fn reason(&self) -> Option<Reason> {
+        self.reason
+    }
+    fn set_labelled_by(&mut self, by: usize) {
+        self.labelled_by = Some(by);
+    }
+    fn describe(&self) -> String {
+        format!("{} ({})", self.node, self.reason.map_or("", Reason::as_str))
+    }
+    fn note_also(&mut self, others: &[String]) {
+        self.title.push_str(&format!(
+            "\nthis label also names the splits before: {}",
+            others.join(", ")
+        ));
+    }
+}
+
+impl Labelled for SkipMark {
+    fn reason(&self) -> Option<Reason> {
+        self.reason
+    }
+    fn set_labelled_by(&mut self, by: usize) {
+        self.labelled_by = Some(by);
+    }
+    fn describe(&self) -> String {
+        format!("{} ({})", self.node, self.reason.map_or("", Reason::as_str))
+    }
+    fn note_also(&mut self, others: &[String]) {
+        self.title.push_str(&format!(
+            "\nthis label also names the skipped: {}",
+            others.join(", ")
+        ));
+    }
+}
+
+/// A bar's label: inside the bar when it fits (full, else the short id), else right of the
+/// bar when the row is free there.
+#[allow(clippy::too_many_arguments)]
+fn bar_label(
+    b: &BucketIn,
+    singleton: Option<Reason>,
+    x0: f64,
+    x1: f64,
+    y: f64,
+    g: RowGeometry,
+    colour: Rgb,
+    row: &[(f64, f64)],
+    plot_x1: f64,
+) -> Option<TextMark> {
+    let short = b.short_id();
+    let full = match singleton {
+        Some(r) => format!("{short} singleton: {}", r.as_str()),
+        None => format!("{short} ×{} {}", b.members.len(), human_bytes(b.size_bytes)),
+    };
+    let room = x1 - x0 - 8.0;
+    let ty = y + (g.bar - g.font) / 2.0;
+    for t in [full.as_str(), short] {
+        if text::width(t, g.font) + SLACK <= room {
+            return Some(TextMark {
+                x: x0 + 4.0,
+                y: ty,
+                text: t.to_string(),
+                size: g.font,
+                colour: palette::text_on(colour),
+                anchor: Anchor::Start,
+                bold: false,
+            });
+        }
+    }
+    // Outside, up to the next bar of the row.
+    let next = row
+        .iter()
+        .map(|s| s.0)
+        .filter(|&s| s > x1)
+        .fold(plot_x1, f64::min);
+    for t in [full.as_str(), short] {
+        if x1 + 4.0 + text::width(t, g.font) + SLACK <= next - 2.0 {
+            return Some(TextMark {
+                x: x1 + 4.0,
+                y: ty,
+                text: t.to_string(),
+                size: g.font,
+                colour: INK,
+                anchor: Anchor::Start,
+                bold: false,
+            });
+        }
+    }
+    None
+}
+
+fn split_title(d: &super::input::DecisionIn, before: Option<&str>, after: Option<&str>) -> String {
+    let mut t = format!(
+        "split: {}\n{} (#{}) is not bucketed with the collective before it",
+        d.reason.as_str(),
+        d.name,
+        d.node
+    );
+    if let Some(cause) = &d.cause_name {
+        t.push_str(&format!(
+            "\ncaused by {cause} (#{}), between the members",
+            d.cause.unwrap_or_default()
+        ));
+    }
+    t.push_str(&format!(
+        "\nbetween {} and {}\n{}",
+        before.map_or("?", short_bucket),
+        after.map_or("?", short_bucket),
+        d.reason.explain()
+    ));
+    t
+}
+
+fn short_bucket(id: &str) -> &str {
+    super::input::short_bucket_id(id)
+}
+
+/// The hover text of a bucket.
+pub fn bucket_title(b: &BucketIn, singleton: Option<Reason>, role: Option<&str>) -> String {
     let mut t = format!(
         "{}\nrole: {}\n{} member(s), {}\nwindow: latest input #{} → earliest consumer #{}\n",
         b.id,
@@ -745,7 +1686,7 @@ pub fn bucket_title(b: &BucketIn, singleton: Option<&str>, role: Option<&str>) -
         b.earliest_consumer
     );
     match singleton {
-        Some(r) => t.push_str(&format!("rule: singleton ({r})\n")),
+        Some(r) => t.push_str(&format!("rule: singleton ({}): {}\n", r.as_str(), r.explain())),
         None => t.push_str(&format!(
             "rule: same kind, phase, group, dtype, device and scope; one fused launch fits after the latest input #{} and before the earliest consumer #{}, within cap_bytes and the distance limits{}\n",
             b.latest_input,
@@ -766,6 +1707,26 @@ pub fn bucket_title(b: &BucketIn, singleton: Option<&str>, role: Option<&str>) -
         t.push_str(&format!("  … {} more\n", b.members.len() - 12));
     }
     t.trim_end().to_string()
+}
+
+fn bucket_aria(b: &BucketIn, singleton: Option<Reason>, role: Option<&str>) -> String {
+    format!(
+        "{}, {} member(s), {}, {}{}; press Enter for details",
+        b.short_id(),
+        b.members.len(),
+        human_bytes(b.size_bytes),
+        role.unwrap_or("unclassified"),
+        singleton.map_or(String::new(), |r| format!(", singleton ({})", r.as_str()))
+    )
+}
+
+/// `1 bucket`, `2 buckets`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// `1536` → `1.5 KiB`.

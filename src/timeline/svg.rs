@@ -1,13 +1,20 @@
-//! SVG rendering of a [`TimelineScene`] with plotters' SVG backend.
+//! SVG rendering of a [`TimelineScene`] with plotters' SVG backend, one small function per
+//! kind of mark.
 //!
 //! The frame (title, lanes, axis, legend) is drawn on one backend; each countable mark (bucket
-//! bar, split, skip) is drawn by plotters on its own backend and wrapped in a `<g>` carrying
-//! `data-*` attributes and a `<title>` tooltip, so the output can be counted, clicked and
-//! hovered. Every user-provided string is XML-escaped (plotters escapes text it draws; this
-//! module escapes attributes and titles).
+//! bar, column, overflow strip, split, skip) is drawn by plotters on its own backend and
+//! wrapped in a `<g>` carrying `data-*` attributes, a `<title>` tooltip, and what keyboard and
+//! screen-reader users need (`tabindex="0"`, `role="button"`, `aria-label`), so the output can
+//! be counted, clicked, focused and read. Every user-provided string is XML-escaped (plotters
+//! escapes text it draws; this module escapes attributes and titles).
 
 use super::palette::{Rgb, GRID, INK, LANE_BG, SKIP, SPLIT};
-use super::scene::{TimelineScene, CHAR_W};
+use super::scene::{
+    Anchor, BarMark, ColumnMark, LegendItem, LegendShape, OverflowMark, SkipMark, SplitMark,
+    TextMark, TimelineScene,
+};
+use super::text::FONT_FAMILY;
+use crate::planner::Reason;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::fmt::Write as _;
@@ -35,12 +42,34 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
-fn text_style(size: f64, c: Rgb, h: HPos, v: VPos) -> TextStyle<'static> {
-    TextStyle {
-        font: ("sans-serif", size).into_font(),
-        color: colour(c).to_backend_color(),
-        pos: Pos::new(h, v),
+/// Plotters writes `font-size` as the size it is given divided by 1.24; this undoes that, so
+/// a [`TextMark`]'s size is the pixel size in the SVG.
+const PLOTTERS_FONT_SCALE: f64 = 1.24;
+
+/// Draws a text mark.
+fn draw_text(area: &Area, t: &TextMark) -> Result<(), String> {
+    if t.text.is_empty() {
+        return Ok(());
     }
+    let h = match t.anchor {
+        Anchor::Start => HPos::Left,
+        Anchor::Middle => HPos::Center,
+        Anchor::End => HPos::Right,
+    };
+    let mut font = (FONT_FAMILY, t.size * PLOTTERS_FONT_SCALE).into_font();
+    if t.bold {
+        font = font.style(FontStyle::Bold);
+    }
+    let style = TextStyle {
+        font,
+        color: colour(t.colour).to_backend_color(),
+        pos: Pos::new(h, VPos::Top),
+    };
+    e(area.draw(&Text::new(
+        t.text.clone(),
+        (t.x.round() as i32, t.y.round() as i32),
+        style,
+    )))
 }
 
 /// Draws with plotters on a fresh backend and returns the element markup only.
@@ -65,264 +94,395 @@ fn e<T>(r: Result<T, impl std::fmt::Debug>) -> Result<T, String> {
     r.map_err(|err| format!("{err:?}"))
 }
 
+/// What an exported file records about how it was made.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SvgMeta {
+    /// The document's `<title>` (the dump and the settings, in words).
+    pub title: String,
+    /// A JSON object written into `<metadata>` (the settings, machine-readable).
+    pub metadata_json: String,
+}
+
 /// Renders the scene to a standalone SVG document.
 pub fn render_svg(scene: &TimelineScene) -> String {
+    render_svg_with(scene, None)
+}
+
+/// Renders the scene, recording in the document how it was made.
+pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String {
     let f = scene.frame;
     let size = (f.width, f.height);
     let frame = fragment(size, |area| draw_frame(area, scene));
-    let mut out = String::with_capacity(frame.len() + 256 * (scene.bars.len() + scene.skips.len()));
-    let _ = write!(
+    let mut out = String::with_capacity(
+        frame.len() + 400 * (scene.bars.len() + scene.skips.len() + scene.columns.len()),
+    );
+    let summary = format!(
+        "Bucket timeline{}: {} buckets in view of graph positions {:.0}–{:.0}, {} splits, {} skipped",
+        if scene.title.is_empty() {
+            String::new()
+        } else {
+            format!(" of {}", scene.title)
+        },
+        scene.in_view,
+        scene.viewport.x0,
+        scene.viewport.x1,
+        scene.splits.iter().map(|s| s.count).sum::<usize>(),
+        scene.skips.iter().map(|s| s.count).sum::<usize>(),
+    );
+    let _ = writeln!(
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"commlens-timeline\" width=\"{}\" height=\"{}\" \
-         viewBox=\"0 0 {} {}\" data-nodes=\"{}\" data-x0=\"{:.3}\" data-x1=\"{:.3}\" data-plot-x0=\"{}\" \
-         data-plot-x1=\"{}\" data-bars=\"{}\" data-dense=\"{}\">\n",
+         viewBox=\"0 0 {} {}\" role=\"group\" aria-label=\"{}\" data-nodes=\"{}\" data-x0=\"{:.3}\" data-x1=\"{:.3}\" \
+         data-plot-x0=\"{}\" data-plot-x1=\"{}\" data-bars=\"{}\" data-in-view=\"{}\" data-dense=\"{}\">",
         f.width,
         f.height,
         f.width,
         f.height,
+        xml_escape(&summary),
         scene.node_count,
         scene.viewport.x0,
         scene.viewport.x1,
         f.plot_x0,
         f.plot_x1,
         scene.bars.len(),
-        !scene.density.is_empty()
+        scene.in_view,
+        scene.dense
     );
-    out.push_str("<g class=\"frame\">\n");
-    out.push_str(&frame);
-    out.push_str("\n</g>\n<g class=\"bars\">\n");
-    for b in &scene.bars {
-        let body = fragment(size, |area| {
-            e(area.draw(&Rectangle::new(
-                [
-                    (b.x0.round() as i32, b.y as i32),
-                    (b.x1.round() as i32, (b.y + b.h) as i32),
-                ],
-                colour(b.colour).mix(0.85).filled(),
-            )))?;
-            if !b.label.is_empty() {
-                e(area.draw(&Text::new(
-                    b.label.clone(),
-                    (b.x0 as i32 + 4, (b.y + b.h / 2.0) as i32),
-                    text_style(12.0, Rgb(255, 255, 255), HPos::Left, VPos::Center),
-                )))?;
-            }
-            Ok(())
-        });
-        let _ = write!(
+    if let Some(m) = meta {
+        let _ = writeln!(out, "<title>{}</title>", xml_escape(&m.title));
+        let _ = writeln!(
             out,
-            "<g data-bucket=\"{}\" data-lane=\"{}\" data-role=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
-            xml_escape(&b.bucket_id),
-            b.lane,
-            xml_escape(b.role.as_deref().unwrap_or("unclassified")),
-            b.singleton
-                .as_ref()
-                .map(|r| format!(" data-singleton=\"{}\"", xml_escape(r)))
-                .unwrap_or_default(),
-            xml_escape(&b.title),
-            body
+            "<metadata id=\"commlens-settings\">{}</metadata>",
+            xml_escape(&m.metadata_json)
         );
     }
-    for d in &scene.density {
-        let body = fragment(size, |area| {
-            e(area.draw(&Rectangle::new(
-                [
-                    (d.x0.round() as i32, d.y as i32),
-                    (d.x1.round() as i32, (d.y + d.h) as i32),
-                ],
-                colour(d.colour).mix(d.opacity).filled(),
-            )))
-        });
-        let _ = write!(
-            out,
-            "<g data-bucket-group=\"{}\" data-from=\"{}\" data-to=\"{}\" data-lane=\"{}\"><title>{} buckets cover graph positions {}–{}; click to zoom in</title>\n{}\n</g>\n",
-            d.count, d.from, d.to, d.lane, d.count, d.from, d.to, body
-        );
+    out.push_str("<g class=\"frame\">\n");
+    out.push_str(&frame);
+    out.push_str("\n</g>\n<g class=\"splits\">\n");
+    for (i, s) in scene.splits.iter().enumerate() {
+        split_mark(&mut out, size, i, s);
+    }
+    out.push_str("</g>\n<g class=\"bars\">\n");
+    for b in &scene.bars {
+        bar_mark(&mut out, size, b);
+    }
+    out.push_str("</g>\n<g class=\"columns\">\n");
+    for c in &scene.columns {
+        column_mark(&mut out, size, c);
+    }
+    out.push_str("</g>\n<g class=\"overflow\">\n");
+    for o in &scene.overflow {
+        overflow_mark(&mut out, size, o);
     }
     out.push_str("</g>\n<g class=\"ticks\" pointer-events=\"none\">\n");
     let ticks = fragment(size, |area| {
         for t in &scene.ticks {
             let x = t.x as i32;
             e(area.draw(&PathElement::new(
-                vec![(x, t.y as i32 + 2), (x, (t.y + t.h) as i32 - 2)],
+                vec![(x, t.y as i32), (x, (t.y + t.h) as i32)],
                 colour(SPLIT).stroke_width(if t.count > 1 { 2 } else { 1 }),
             )))?;
         }
         Ok(())
     });
     out.push_str(&ticks);
-    out.push_str("\n</g>\n<g class=\"splits\">\n");
-    for s in &scene.splits {
-        let body = fragment(size, |area| {
-            let x = s.x.round() as i32;
-            let (y0, y1) = (s.y as i32, (s.y + s.h) as i32);
-            // dashed vertical line, plus a wide transparent hit area
-            e(area.draw(&Rectangle::new(
-                [(x - 3, y0), (x + 3, y1)],
-                colour(SPLIT).mix(0.0).filled(),
-            )))?;
-            let mut y = y0;
-            if s.grouped {
-                e(area.draw(&PathElement::new(
-                    vec![(x, y0), (x, y1)],
-                    colour(SPLIT).mix(0.6).stroke_width(1),
-                )))?;
-                y = y1;
-            }
-            while y < y1 {
-                e(area.draw(&PathElement::new(
-                    vec![(x, y), (x, (y + 4).min(y1))],
-                    colour(SPLIT).stroke_width(2),
-                )))?;
-                y += 7;
-            }
-            if s.show_label {
-                e(area.draw(&Text::new(
-                    s.reason.clone(),
-                    (x + 3, y0 + 1),
-                    text_style(12.0, SPLIT, HPos::Left, VPos::Top),
-                )))?;
-            }
-            Ok(())
-        });
-        if s.grouped {
-            let _ = write!(
-                out,
-                "<g data-split-group=\"{}\" data-count=\"{}\"><title>{}</title>\n{}\n</g>\n",
-                xml_escape(&s.reason),
-                s.count,
-                xml_escape(&s.title),
-                body
-            );
-            continue;
-        }
-        let _ = write!(
-            out,
-            "<g data-split=\"{}\" data-node=\"{}\" data-before=\"{}\" data-after=\"{}\"><title>{}</title>\n{}\n</g>\n",
-            xml_escape(&s.reason),
-            xml_escape(&s.node),
-            xml_escape(s.before.as_deref().unwrap_or("")),
-            xml_escape(s.after.as_deref().unwrap_or("")),
-            xml_escape(&s.title),
-            body
-        );
-    }
-    out.push_str("</g>\n<g class=\"skips\">\n");
-    for s in &scene.skips {
-        let body = fragment(size, |area| {
-            let (x, y) = (s.x.round() as i32, s.y as i32);
-            let r = if s.grouped { 5 } else { 4 };
-            e(area.draw(&Polygon::new(
-                vec![(x - r, y - r), (x + r, y - r), (x, y + r)],
-                colour(SKIP).filled(),
-            )))?;
-            if s.show_label {
-                e(area.draw(&Text::new(
-                    s.reason.clone(),
-                    (x + 6, y + 8),
-                    text_style(12.0, SKIP, HPos::Left, VPos::Top),
-                )))?;
-            }
-            Ok(())
-        });
-        let attr = if s.count > 1 {
-            "data-skip-group"
-        } else {
-            "data-skip"
-        };
-        let _ = write!(
-            out,
-            "<g {attr}=\"{}\" data-node=\"{}\" data-count=\"{}\"><title>{}</title>\n{}\n</g>\n",
-            xml_escape(&s.reason),
-            xml_escape(&s.node),
-            s.count,
-            xml_escape(&s.title),
-            body
-        );
+    out.push_str("\n</g>\n<g class=\"skips\">\n");
+    for (i, s) in scene.skips.iter().enumerate() {
+        skip_mark(&mut out, size, i, s);
     }
     out.push_str("</g>\n</svg>\n");
     out
 }
 
+/// The attributes that make a mark focusable and named.
+fn focusable(aria: &str) -> String {
+    format!(
+        " tabindex=\"0\" role=\"button\" aria-label=\"{}\"",
+        xml_escape(aria)
+    )
+}
+
+fn bar_mark(out: &mut String, size: (u32, u32), b: &BarMark) {
+    let body = fragment(size, |area| {
+        e(area.draw(&Rectangle::new(
+            [
+                (b.x0.round() as i32, b.y.round() as i32),
+                (b.x1.round() as i32, (b.y + b.h).round() as i32),
+            ],
+            colour(b.colour).filled(),
+        )))?;
+        if let Some(label) = &b.label {
+            draw_text(area, label)?;
+        }
+        Ok(())
+    });
+    let _ = write!(
+        out,
+        "<g data-bucket=\"{}\" data-lane=\"{}\" data-row=\"{}\" data-role=\"{}\" data-start=\"{}\" data-end=\"{}\" data-anchored=\"{}\"{}{}><title>{}</title>\n{}\n</g>\n",
+        xml_escape(&b.bucket_id),
+        b.lane,
+        b.row,
+        xml_escape(b.role.as_deref().unwrap_or("unclassified")),
+        b.start,
+        b.end,
+        b.anchored,
+        b.singleton
+            .map(|r| format!(" data-singleton=\"{}\"", r.as_str()))
+            .unwrap_or_default(),
+        focusable(&b.aria),
+        xml_escape(&b.title),
+        body
+    );
+}
+
+fn column_mark(out: &mut String, size: (u32, u32), c: &ColumnMark) {
+    let body = fragment(size, |area| {
+        e(area.draw(&Rectangle::new(
+            [
+                (c.x0.round() as i32, c.y.round() as i32),
+                (c.x1.round() as i32, (c.y + c.h).round() as i32),
+            ],
+            colour(c.colour).filled(),
+        )))?;
+        if let Some(label) = &c.label {
+            draw_text(area, label)?;
+        }
+        Ok(())
+    });
+    let _ = write!(
+        out,
+        "<g data-bucket-group=\"{}\" data-from=\"{:.3}\" data-to=\"{:.3}\" data-lane=\"{}\" data-max-bytes=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
+        c.count,
+        c.from,
+        c.to,
+        c.lane,
+        c.max_bytes,
+        focusable(&format!(
+            "{} buckets launched at graph positions {:.0} to {:.0}, the largest {}; press Enter to zoom in",
+            c.count,
+            c.from,
+            c.to,
+            super::scene::human_bytes(c.max_bytes)
+        )),
+        xml_escape(&c.title),
+        body
+    );
+}
+
+fn overflow_mark(out: &mut String, size: (u32, u32), o: &OverflowMark) {
+    let body = fragment(size, |area| {
+        let (x0, x1) = (o.x0.round() as i32, o.x1.round() as i32);
+        let (y0, y1) = (o.y.round() as i32, (o.y + o.h).round() as i32);
+        e(area.draw(&Rectangle::new([(x0, y0), (x1, y1)], colour(GRID).filled())))?;
+        // Hatching: what is here is counted, not drawn.
+        let h = y1 - y0;
+        let mut x = x0;
+        while x + h <= x1 {
+            e(area.draw(&PathElement::new(
+                vec![(x, y1), (x + h, y0)],
+                colour(INK).stroke_width(1),
+            )))?;
+            x += 6;
+        }
+        Ok(())
+    });
+    let _ = write!(
+        out,
+        "<g data-overflow=\"{}\" data-from=\"{:.3}\" data-to=\"{:.3}\" data-lane=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
+        o.count,
+        o.from,
+        o.to,
+        o.lane,
+        focusable(&format!(
+            "{} more buckets not drawn at graph positions {:.0} to {:.0}; press Enter to zoom in",
+            o.count, o.from, o.to
+        )),
+        xml_escape(&o.title),
+        body
+    );
+}
+
+fn reason_attr(r: Option<Reason>) -> &'static str {
+    r.map_or("mixed", Reason::as_str)
+}
+
+fn split_mark(out: &mut String, size: (u32, u32), index: usize, s: &SplitMark) {
+    let body = fragment(size, |area| {
+        let x = s.x.round() as i32;
+        let (y0, y1) = (s.y0.round() as i32, s.y1.round() as i32);
+        // A wide transparent hit area, then the dashed line (solid when grouped).
+        e(area.draw(&Rectangle::new(
+            [(x - 3, y0), (x + 3, y1)],
+            colour(SPLIT).mix(0.0).filled(),
+        )))?;
+        if s.grouped {
+            e(area.draw(&PathElement::new(
+                vec![(x, y0), (x, y1)],
+                colour(SPLIT).mix(0.6).stroke_width(1),
+            )))?;
+        } else {
+            dashed(area, x, y0, y1)?;
+        }
+        if let Some(label) = &s.label {
+            draw_text(area, label)?;
+        }
+        Ok(())
+    });
+    if s.grouped {
+        let _ = write!(
+            out,
+            "<g data-split-group=\"{}\" data-count=\"{}\" data-mark=\"{index}\"{}><title>{}</title>\n{}\n</g>\n",
+            reason_attr(s.reason),
+            s.count,
+            focusable(&s.aria),
+            xml_escape(&s.title),
+            body
+        );
+        return;
+    }
+    let _ = write!(
+        out,
+        "<g data-split=\"{}\" data-mark=\"{index}\" data-node=\"{}\" data-before=\"{}\" data-after=\"{}\"{}{}{}><title>{}</title>\n{}\n</g>\n",
+        reason_attr(s.reason),
+        xml_escape(&s.node),
+        xml_escape(s.before.as_deref().unwrap_or("")),
+        xml_escape(s.after.as_deref().unwrap_or("")),
+        s.cause
+            .as_ref()
+            .map(|c| format!(" data-cause=\"{}\"", xml_escape(c)))
+            .unwrap_or_default(),
+        s.labelled_by
+            .map(|m| format!(" data-labelled-by=\"{m}\""))
+            .unwrap_or_default(),
+        focusable(&s.aria),
+        xml_escape(&s.title),
+        body
+    );
+}
+
+/// A dashed vertical line (4 on, 3 off), the split's mark and its legend swatch.
+fn dashed(area: &Area, x: i32, y0: i32, y1: i32) -> Result<(), String> {
+    let mut y = y0;
+    while y < y1 {
+        e(area.draw(&PathElement::new(
+            vec![(x, y), (x, (y + 4).min(y1))],
+            colour(SPLIT).stroke_width(2),
+        )))?;
+        y += 7;
+    }
+    Ok(())
+}
+
+fn skip_triangle(area: &Area, x: i32, y: i32, r: i32) -> Result<(), String> {
+    e(area.draw(&Polygon::new(
+        vec![(x - r, y - r), (x + r, y - r), (x, y + r)],
+        colour(SKIP).filled(),
+    )))
+}
+
+fn skip_mark(out: &mut String, size: (u32, u32), index: usize, s: &SkipMark) {
+    let body = fragment(size, |area| {
+        skip_triangle(
+            area,
+            s.x.round() as i32,
+            s.y.round() as i32,
+            if s.grouped { 5 } else { 4 },
+        )?;
+        if let Some(label) = &s.label {
+            draw_text(area, label)?;
+        }
+        Ok(())
+    });
+    let attr = if s.grouped {
+        "data-skip-group"
+    } else {
+        "data-skip"
+    };
+    let _ = write!(
+        out,
+        "<g {attr}=\"{}\" data-mark=\"{index}\" data-node=\"{}\" data-count=\"{}\"{}{}><title>{}</title>\n{}\n</g>\n",
+        reason_attr(s.reason),
+        xml_escape(&s.node),
+        s.count,
+        s.labelled_by
+            .map(|m| format!(" data-labelled-by=\"{m}\""))
+            .unwrap_or_default(),
+        focusable(&s.aria),
+        xml_escape(&s.title),
+        body
+    );
+}
+
 fn draw_frame(area: &Area, scene: &TimelineScene) -> Result<(), String> {
     let f = scene.frame;
     e(area.fill(&WHITE))?;
-    let title = if scene.title.is_empty() {
-        format!("bucket timeline · {} nodes", scene.node_count)
-    } else {
-        format!("{} · {} nodes", scene.title, scene.node_count)
-    };
-    e(area.draw(&Text::new(
-        title,
-        (8, 8),
-        text_style(16.0, INK, HPos::Left, VPos::Top),
-    )))?;
-    let range = format!(
-        "graph positions {:.0}–{:.0}",
-        scene.viewport.x0, scene.viewport.x1
-    );
-    e(area.draw(&Text::new(
-        range,
-        (f.width as i32 - 8, 8),
-        text_style(13.0, INK, HPos::Right, VPos::Top),
-    )))?;
     let (px0, px1) = (f.plot_x0 as i32, f.plot_x1 as i32);
-    for (i, lane) in scene.lanes.iter().enumerate() {
+    for lane in &scene.lanes {
         let (y0, y1) = (lane.y as i32, (lane.y + lane.height) as i32);
-        if i % 2 == 0 {
+        if lane.shaded {
             e(area.draw(&Rectangle::new(
-                [(px0, y0), (px1, y1)],
+                [(0, y0), (f.width as i32, y1)],
                 colour(LANE_BG).filled(),
             )))?;
         }
-        e(area.draw(&PathElement::new(vec![(4, y1), (px1, y1)], colour(GRID))))?;
-        e(area.draw(&Text::new(
-            lane.label.clone(),
-            (8, (lane.y + lane.height / 2.0) as i32),
-            text_style(13.0, INK, HPos::Left, VPos::Center),
+        e(area.draw(&PathElement::new(
+            vec![(4, y1), (f.width as i32 - 4, y1)],
+            colour(GRID),
         )))?;
     }
     let (ay0, ay1) = (f.plot_y0 as i32, f.plot_y1 as i32);
-    for &(x, pos) in &scene.axis {
-        let x = x.round() as i32;
+    for tick in &scene.axis {
+        let x = tick.x.round() as i32;
         e(area.draw(&PathElement::new(vec![(x, ay0), (x, ay1)], colour(GRID))))?;
         e(area.draw(&PathElement::new(vec![(x, ay1), (x, ay1 + 5)], colour(INK))))?;
-        e(area.draw(&Text::new(
-            format!("{pos}"),
-            (x, ay1 + 7),
-            text_style(12.0, INK, HPos::Center, VPos::Top),
-        )))?;
+        draw_text(area, &tick.label)?;
     }
     e(area.draw(&PathElement::new(vec![(px0, ay1), (px1, ay1)], colour(INK))))?;
     e(area.draw(&PathElement::new(vec![(px0, ay0), (px0, ay1)], colour(INK))))?;
-    e(area.draw(&Text::new(
-        "graph position (node index)".to_string(),
-        (px1, ay1 + 24),
-        text_style(11.0, INK, HPos::Right, VPos::Top),
-    )))?;
-    // Legend.
-    let mut x = 8i32;
-    let y = f.legend_y as i32;
-    for l in &scene.legend {
-        let c = colour(l.colour);
-        match l.shape {
-            "bar" => e(area.draw(&Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled())))?,
-            "tick" => e(area.draw(&PathElement::new(vec![(x + 8, y - 6), (x + 8, y + 6)], c)))?,
-            "split" => e(area.draw(&PathElement::new(
-                vec![(x + 8, y - 7), (x + 8, y + 7)],
-                c.stroke_width(2),
-            )))?,
-            _ => e(area.draw(&Polygon::new(
-                vec![(x + 4, y - 4), (x + 12, y - 4), (x + 8, y + 4)],
-                c.filled(),
-            )))?,
-        }
-        e(area.draw(&Text::new(
-            l.label.clone(),
-            (x + 20, y),
-            text_style(12.0, INK, HPos::Left, VPos::Center),
-        )))?;
-        x += 20 + (l.label.chars().count() as f64 * CHAR_W) as i32 + 18;
+    for t in &scene.texts {
+        draw_text(area, t)?;
+    }
+    for item in &scene.legend {
+        legend_item(area, item)?;
     }
     Ok(())
+}
+
+/// A legend entry: the mark as the chart draws it, then its text.
+fn legend_item(area: &Area, l: &LegendItem) -> Result<(), String> {
+    let (x, y) = (l.x.round() as i32, l.y.round() as i32);
+    match l.shape {
+        LegendShape::Bar(c) => e(area.draw(&Rectangle::new(
+            [(x, y - 5), (x + 16, y + 5)],
+            colour(c).filled(),
+        )))?,
+        LegendShape::Tick => e(area.draw(&PathElement::new(
+            vec![(x + 8, y - 6), (x + 8, y + 6)],
+            colour(SPLIT),
+        )))?,
+        LegendShape::Split => dashed(area, x + 8, y - 8, y + 8)?,
+        LegendShape::Skip => skip_triangle(area, x + 8, y, 4)?,
+        LegendShape::Column => {
+            for (i, h) in [4, 9, 6].into_iter().enumerate() {
+                let cx = x + 2 + i as i32 * 5;
+                e(area.draw(&Rectangle::new(
+                    [(cx, y + 6 - h), (cx + 3, y + 6)],
+                    colour(INK).filled(),
+                )))?;
+            }
+        }
+        LegendShape::Overflow => {
+            e(area.draw(&Rectangle::new(
+                [(x, y - 4), (x + 16, y + 4)],
+                colour(GRID).filled(),
+            )))?;
+            for dx in [2, 8, 14] {
+                e(area.draw(&PathElement::new(
+                    vec![(x + dx - 2, y + 4), (x + dx + 2, y - 4)],
+                    colour(INK),
+                )))?;
+            }
+        }
+    }
+    draw_text(area, &l.text)
 }

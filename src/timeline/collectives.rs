@@ -1,0 +1,167 @@
+//! Every collective of a graph as the app's table and the timeline show it: its lane (phase
+//! and transport), role and source, process group, parameter and bytes — each from the core's
+//! own answer (the identity classifier for role, source, group and phase; the planner's
+//! `size_bytes` over `fsdp_bucket_spec` for bytes), so the table, the chart, `commlens roles`
+//! and the planner's report never disagree.
+
+use super::lane::Lane;
+use crate::dump::lookup;
+use crate::graph::{Graph, NodeId};
+use crate::identity::{self, Code, Source};
+use crate::value::PyValue;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// One collective start node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveRow {
+    pub node: u32,
+    pub name: Rc<str>,
+    /// The op (`all_gather_into_tensor`, `fused_all_gather_matmul`, ...).
+    pub op: Rc<str>,
+    /// The FSDP pass's `comm_type` tag, when the node has one.
+    pub tag: Option<Rc<str>>,
+    pub lane: Lane,
+    pub role: Option<Rc<str>>,
+    /// `None`: unclassified.
+    pub source: Option<Source>,
+    /// The process group, as the classifier reads it (the call's group name, else
+    /// `meta["comm_group"]`).
+    pub group: Option<Rc<str>>,
+    pub param: Option<Rc<str>>,
+    /// What the planner counts for it: `max(numel(input), numel(output)) * itemsize` of the
+    /// node's `fsdp_bucket_spec`; `None` without a static spec in a planned dtype.
+    pub bytes: Option<u64>,
+    /// Identity diagnostics that name this collective.
+    pub diagnostics: Rc<[Code]>,
+}
+
+impl CollectiveRow {
+    /// `explicit`, `inferred` or `unclassified`.
+    pub fn source_label(&self) -> &'static str {
+        source_label(self.source)
+    }
+    /// The role, or `unclassified`.
+    pub fn role_label(&self) -> &str {
+        self.role.as_deref().unwrap_or(UNCLASSIFIED)
+    }
+}
+
+/// The label of a collective without a role.
+pub const UNCLASSIFIED: &str = "unclassified";
+
+/// `explicit`, `inferred` or `unclassified`.
+pub fn source_label(source: Option<Source>) -> &'static str {
+    source.map_or(UNCLASSIFIED, Source::as_str)
+}
+
+/// One identity diagnostic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiagnosticRow {
+    pub code: Code,
+    pub nodes: Vec<String>,
+    pub message: String,
+}
+
+/// The collectives of one graph, classified once; a re-plan reuses them.
+#[derive(Clone, Debug, Default)]
+pub struct Collectives {
+    /// In graph order.
+    pub rows: Vec<CollectiveRow>,
+    /// Graph position → index in `rows`.
+    index: HashMap<u32, usize>,
+    pub diagnostics: Vec<DiagnosticRow>,
+}
+
+impl Collectives {
+    /// Classifies every collective of `graph` (`identity::classify`).
+    pub fn classify(graph: &Graph) -> Collectives {
+        let classification = identity::classify(graph);
+        let mut diags_of: HashMap<&str, Vec<Code>> = HashMap::new();
+        for d in &classification.diagnostics {
+            for n in &d.nodes {
+                let codes = diags_of.entry(n.as_str()).or_default();
+                if !codes.contains(&d.code) {
+                    codes.push(d.code);
+                }
+            }
+        }
+        let mut strings: HashMap<String, Rc<str>> = HashMap::new();
+        let mut share = |s: &str| -> Rc<str> {
+            if let Some(r) = strings.get(s) {
+                return r.clone();
+            }
+            let r: Rc<str> = Rc::from(s);
+            strings.insert(s.to_string(), r.clone());
+            r
+        };
+        let no_codes: Rc<[Code]> = Rc::from(Vec::new());
+        let mut rows = Vec::with_capacity(classification.collectives.len());
+        let mut index = HashMap::with_capacity(classification.collectives.len());
+        for c in &classification.collectives {
+            let node = graph.node(c.node);
+            let Ok(position) = u32::try_from(c.node) else {
+                continue;
+            };
+            index.insert(position, rows.len());
+            rows.push(CollectiveRow {
+                node: position,
+                name: Rc::from(c.name.as_str()),
+                op: share(&c.op),
+                tag: node.meta_str("comm_type").map(&mut share),
+                lane: Lane::new(c.phase, c.transport),
+                role: c.role.as_ref().map(|r| share(r.as_str())),
+                source: c.role.as_ref().and(c.source),
+                group: c.group.as_deref().map(&mut share),
+                param: node.meta_str("param_name").map(Rc::from),
+                bytes: spec_bytes(graph, c.node),
+                diagnostics: diags_of
+                    .get(c.name.as_str())
+                    .map(|d| Rc::from(d.as_slice()))
+                    .unwrap_or_else(|| no_codes.clone()),
+            });
+        }
+        let diagnostics = classification
+            .diagnostics
+            .into_iter()
+            .map(|d| DiagnosticRow {
+                code: d.code,
+                nodes: d.nodes,
+                message: d.message,
+            })
+            .collect();
+        Collectives {
+            rows,
+            index,
+            diagnostics,
+        }
+    }
+
+    /// The row of a collective start node.
+    pub fn get(&self, node: NodeId) -> Option<&CollectiveRow> {
+        let node = u32::try_from(node).ok()?;
+        self.index.get(&node).map(|&i| &self.rows[i])
+    }
+
+    /// The index in `rows` of a collective start node.
+    pub fn position(&self, node: u32) -> Option<usize> {
+        self.index.get(&node).copied()
+    }
+}
+
+/// The bytes the planner counts for a tagged collective: `max(numel(input_shape),
+/// numel(output_shape)) * itemsize(dtype)` of its `fsdp_bucket_spec` (`planner::size_bytes`),
+/// when the spec has static positive shapes and one of the planner's dtypes.
+pub fn spec_bytes(graph: &Graph, node: NodeId) -> Option<u64> {
+    let spec = graph.node(node).meta("fsdp_bucket_spec")?.as_dict()?;
+    let input = crate::planner::static_shape(lookup(spec, "input_shape"))?;
+    let output = crate::planner::static_shape(lookup(spec, "output_shape"))?;
+    let dtype = match lookup(spec, "dtype")? {
+        PyValue::Dtype(d) | PyValue::Str(d) => d.as_str(),
+        _ => return None,
+    };
+    if !crate::planner::is_planned_dtype(dtype) {
+        return None;
+    }
+    u64::try_from(crate::planner::size_bytes(&input, &output, dtype)).ok()
+}
