@@ -9,8 +9,7 @@
 //!   counted in a column.
 //! - **Dense views say something.** Past [`MAX_BARS`] buckets launched in view, each lane
 //!   shows columns per [`BIN`] pixels ([`ColumnMark`]): the buckets whose first member launches
-//!   there, the column's height the bytes of the largest one, the largest buckets of the lane
-//!   named. A column's graph range is exact, so zooming to it shows the buckets it counted.
+//!   there, the column's height their bytes, the largest buckets of the lane named. A column's graph range is exact, so zooming to it shows the buckets it counted.
 //! - **Every split and skip is labelled**, by its own label or by a neighbour's that counts it
 //!   (`capacity +2`); labels are placed in lines where they overlap no other text, shortened
 //!   when they do not fit, and kept inside the drawing.
@@ -70,11 +69,12 @@ impl Viewport {
     pub fn contains(self, from: f64, to: f64) -> bool {
         from >= self.x0 && to <= self.x1
     }
-    /// The nearest view that shows `[from, to)` whole: this one when it already does, else
-    /// the same width centred on it when it fits, else zoomed out to it with a margin.
+    /// A view that shows `[from, to)`: this one when it shows any of it (a link's view is
+    /// kept as it was made), else the same width centred on it when it fits, else zoomed out
+    /// to it with a margin.
     pub fn reveal(self, from: f64, to: f64, node_count: u32) -> Viewport {
         let vp = self.clamped(node_count);
-        if vp.contains(from, to) {
+        if to > vp.x0 && from < vp.x1 {
             return vp;
         }
         let span = (to - from).max(1.0);
@@ -225,7 +225,8 @@ pub struct OverflowMark {
     pub title: String,
 }
 
-/// Dense views: the buckets whose first member launches in one bin of a lane.
+/// Dense views: the buckets whose first member launches in one bin of a lane; its height is
+/// their bytes, against the lane's fullest bin.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnMark {
     pub lane: usize,
@@ -353,6 +354,9 @@ pub struct TimelineScene {
     /// Buckets whose window meets the view (bars + overflow, or column counts + windows from
     /// outside).
     pub in_view: usize,
+    /// Of those, the ones not drawn as bars: counted in overflow strips, columns, or lane
+    /// notes (windows from outside a dense view).
+    pub not_drawn: usize,
     /// Marks outside the viewport, not drawn.
     pub culled: usize,
 }
@@ -739,14 +743,6 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 .and_then(|p| input.bucket_of(p))
                 .map(|b| input.buckets[b].id.clone());
             let cause = d.cause_name.clone();
-            let placed = place_label(
-                &mut lane_bands[lane],
-                x,
-                &[d.reason.as_str(), short_reason(d.reason)],
-                plot_span,
-                LABEL_SIZE,
-                true,
-            );
             let title = split_title(d, before.as_deref(), after.as_deref());
             splits.push(SplitMark {
                 lane,
@@ -769,8 +765,22 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 count: 1,
                 grouped: false,
             });
-            split_labels.push(placed);
         }
+        split_labels = place_rare_first(
+            &splits,
+            |m| m.lane,
+            |m| (m.x, m.reason),
+            |m, texts| {
+                place_label(
+                    &mut lane_bands[m.lane],
+                    m.x,
+                    texts,
+                    plot_span,
+                    LABEL_SIZE,
+                    true,
+                )
+            },
+        );
         aggregate_unlabelled(&mut splits, &mut split_labels, |s| s.lane, |s| s.x);
     }
 
@@ -839,14 +849,6 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     } else {
         for &(i, x) in &skips_visible {
             let d = &input.decisions[i];
-            let placed = place_label(
-                &mut skip_bands,
-                x,
-                &[d.reason.as_str(), short_reason(d.reason)],
-                plot_span,
-                LABEL_SIZE,
-                true,
-            );
             skips.push(SkipMark {
                 x,
                 y: 0.0,
@@ -869,8 +871,13 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                     d.name
                 ),
             });
-            skip_labels.push(placed);
         }
+        skip_labels = place_rare_first(
+            &skips,
+            |_| 0,
+            |m| (m.x, m.reason),
+            |m, texts| place_label(&mut skip_bands, m.x, texts, plot_span, LABEL_SIZE, true),
+        );
         aggregate_unlabelled(&mut skips, &mut skip_labels, |_| 0, |s| s.x);
     }
 
@@ -966,6 +973,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 (key.label(), note)
             }
         };
+        let mut note_height = 0.0;
         if wide {
             texts.push(TextMark {
                 x: 8.0,
@@ -976,10 +984,12 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 anchor: Anchor::Start,
                 bold: true,
             });
-            if let Some(t) = text::fit(&note, NOTE_SIZE, plot_x0 - 16.0) {
+            let note_lines = text::wrap(&note, NOTE_SIZE, plot_x0 - 16.0, 3);
+            note_height = note_lines.len() as f64 * (NOTE_SIZE + 3.0);
+            for (i, t) in note_lines.into_iter().enumerate() {
                 texts.push(TextMark {
                     x: 8.0,
-                    y: lane_y + 6.0 + LANE_SIZE + 4.0,
+                    y: lane_y + 6.0 + LANE_SIZE + 4.0 + i as f64 * (NOTE_SIZE + 3.0),
                     text: t,
                     size: NOTE_SIZE,
                     colour: MUTED,
@@ -1031,7 +1041,11 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                     }
                 }
                 y = rows_y + rows_h;
-                let height = (y - lane_y).max(if wide { 40.0 } else { 0.0 });
+                let height = (y - lane_y).max(if wide {
+                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
+                } else {
+                    0.0
+                });
                 y = lane_y + height;
                 lanes.push(LaneBox {
                     key: *key,
@@ -1126,11 +1140,11 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 // Columns.
                 if dense {
                     let top = rows_y + focus_rows as f64 * geometry.pitch();
-                    let lane_max = bins[li].values().map(|b| b.max).max().unwrap_or(0).max(1);
+                    let lane_max = bins[li].values().map(|b| b.total).max().unwrap_or(0).max(1);
                     for (k, bin) in &bins[li] {
                         let x0 = plot_x0 + *k as f64 * BIN;
                         let x1 = (x0 + BIN - 1.0).min(plot_x1);
-                        let h = (COLUMN_H - 4.0) * bin.max as f64 / lane_max as f64;
+                        let h = (COLUMN_H - 4.0) * bin.total as f64 / lane_max as f64;
                         let h = h.max(2.0);
                         let from = vp.x0 + *k as f64 * BIN / scale;
                         let to = vp.x0 + (*k as f64 + 1.0) * BIN / scale;
@@ -1159,13 +1173,13 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                             colour,
                             label,
                             title: format!(
-                                "{} bucket(s) launch at graph positions {:.0}–{:.0}\nlargest: {} ({})\ntotal: {}\nclick to zoom in",
+                                "{} bucket(s) launch at graph positions {:.0}–{:.0}, {} in all (the column's height)\nlargest: {} ({})\nclick to zoom in",
                                 bin.count,
                                 from,
                                 to,
+                                human_bytes(bin.total),
                                 largest.short_id(),
-                                human_bytes(bin.max),
-                                human_bytes(bin.total)
+                                human_bytes(bin.max)
                             ),
                         });
                     }
@@ -1339,7 +1353,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     if dense {
         entries.push((
             LegendShape::Column,
-            "buckets launched in a bin; height: the largest one's bytes".into(),
+            "buckets launched in a bin; height: their bytes".into(),
         ));
     }
     if !overflow.is_empty() {
@@ -1381,6 +1395,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     }
     let height = (y + 16.0).ceil() as u32;
 
+    let not_drawn = in_view_count.saturating_sub(bars.len());
     TimelineScene {
         title: input.title.clone(),
         node_count: input.node_count,
@@ -1405,6 +1420,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         axis,
         dense,
         in_view: in_view_count,
+        not_drawn,
         culled,
     }
 }
@@ -1503,9 +1519,44 @@ fn place_label(
     None
 }
 
+/// Places the labels of `marks`, those of the rarest reasons in their lane first: when a lane
+/// is crowded, each kind of split gets its own label before the common ones fill the room
+/// left (and the common ones are counted by a neighbour's label).
+fn place_rare_first<M>(
+    marks: &[M],
+    lane: impl Fn(&M) -> usize,
+    at: impl Fn(&M) -> (f64, Option<Reason>),
+    mut place: impl FnMut(&M, &[&str]) -> Option<Placed>,
+) -> Vec<Option<Placed>> {
+    let mut frequency: std::collections::HashMap<(usize, Option<Reason>), usize> =
+        std::collections::HashMap::new();
+    for m in marks {
+        *frequency.entry((lane(m), at(m).1)).or_default() += 1;
+    }
+    let mut order: Vec<usize> = (0..marks.len()).collect();
+    order.sort_by(|&p, &q| {
+        let key = |i: usize| {
+            let (x, reason) = at(&marks[i]);
+            (frequency[&(lane(&marks[i]), reason)], x)
+        };
+        let (a, b) = (key(p), key(q));
+        a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+    });
+    let mut placed = vec![None; marks.len()];
+    for i in order {
+        let reason = at(&marks[i]).1;
+        let texts = match reason {
+            Some(r) => vec![r.as_str(), short_reason(r)],
+            None => vec!["mixed"],
+        };
+        placed[i] = place(&marks[i], &texts);
+    }
+    placed
+}
+
 /// Marks that found no room for their own label are named by the nearest labelled mark of
-/// the same lane, whose label gains a count (`capacity +2`, or `capacity ×3` when they share
-/// the reason).
+/// the same lane and reason close by (`capacity ×3`), else the nearest labelled one
+/// (`capacity +2`).
 fn aggregate_unlabelled<M: Labelled>(
     marks: &mut [M],
     labels: &mut [Option<Placed>],
@@ -1517,13 +1568,17 @@ fn aggregate_unlabelled<M: Labelled>(
         if labels[i].is_some() {
             continue;
         }
-        let nearest = (0..marks.len())
-            .filter(|&j| labels[j].is_some() && lane(&marks[j]) == lane(&marks[i]))
-            .min_by(|&p, &q| {
-                (x(&marks[p]) - x(&marks[i]))
-                    .abs()
-                    .total_cmp(&(x(&marks[q]) - x(&marks[i])).abs())
-            });
+        let distance = |j: usize| (x(&marks[j]) - x(&marks[i])).abs();
+        let labelled = |j: &usize| labels[*j].is_some() && lane(&marks[*j]) == lane(&marks[i]);
+        let same = (0..marks.len())
+            .filter(labelled)
+            .filter(|&j| marks[j].reason() == marks[i].reason() && distance(j) <= 240.0)
+            .min_by(|&p, &q| distance(p).total_cmp(&distance(q)));
+        let nearest = same.or_else(|| {
+            (0..marks.len())
+                .filter(labelled)
+                .min_by(|&p, &q| distance(p).total_cmp(&distance(q)))
+        });
         if let Some(j) = nearest {
             extra[j].push(i);
             marks[i].set_labelled_by(j);

@@ -133,7 +133,7 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"commlens-timeline\" width=\"{}\" height=\"{}\" \
          viewBox=\"0 0 {} {}\" role=\"group\" aria-label=\"{}\" data-nodes=\"{}\" data-x0=\"{:.3}\" data-x1=\"{:.3}\" \
-         data-plot-x0=\"{}\" data-plot-x1=\"{}\" data-bars=\"{}\" data-in-view=\"{}\" data-dense=\"{}\">",
+         data-plot-x0=\"{}\" data-plot-x1=\"{}\" data-bars=\"{}\" data-in-view=\"{}\" data-not-drawn=\"{}\" data-dense=\"{}\">",
         f.width,
         f.height,
         f.width,
@@ -146,6 +146,7 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         f.plot_x1,
         scene.bars.len(),
         scene.in_view,
+        scene.not_drawn,
         scene.dense
     );
     if let Some(m) = meta {

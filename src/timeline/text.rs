@@ -61,6 +61,36 @@ pub fn fit(text: &str, size: f64, max: f64) -> Option<String> {
     }
 }
 
+/// `text` broken at spaces into at most `lines` lines of `max` pixels at `size` (the last
+/// cut with an ellipsis when it does not fit).
+pub fn wrap(text: &str, size: f64, max: f64, lines: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut words = text.split(' ').peekable();
+    while let Some(word) = words.next() {
+        let candidate = if current.is_empty() {
+            word.to_string()
+        } else {
+            format!("{current} {word}")
+        };
+        if width(&candidate, size) <= max || current.is_empty() {
+            current = candidate;
+            continue;
+        }
+        if out.len() + 1 == lines {
+            let rest: Vec<&str> = std::iter::once(word).chain(words.by_ref()).collect();
+            current = format!("{current} {}", rest.join(" "));
+            break;
+        }
+        out.push(std::mem::take(&mut current));
+        current = word.to_string();
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out.into_iter().filter_map(|l| fit(&l, size, max)).collect()
+}
+
 /// Horizontal bands of text lines; labels are placed in the first line where they overlap
 /// nothing already placed.
 #[derive(Clone, Debug)]
@@ -126,6 +156,19 @@ mod tests {
         let cut = fit("effect_or_storage_release", 10.0, 50.0).unwrap();
         assert!(cut.ends_with('…') && width(&cut, 10.0) <= 50.0, "{cut}");
         assert_eq!(fit("capacity", 10.0, 5.0), None);
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_cuts_the_last_line() {
+        let text = "2528 launched in view, largest 769.0 KiB";
+        let lines = wrap(text, 11.0, 150.0, 3);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.join(" "), text);
+        assert!(lines.iter().all(|l| width(l, 11.0) <= 150.0));
+        let cut = wrap("a b c d e f g h", 11.0, 14.0, 2);
+        assert_eq!(cut.len(), 2);
+        assert!(cut[1].ends_with('…'));
+        assert!(cut.iter().all(|l| width(l, 11.0) <= 14.0));
     }
 
     #[test]

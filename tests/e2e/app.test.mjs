@@ -3,67 +3,14 @@
 // the 100k-node timings. Screenshots go to target/artifacts/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApp, launchBrowser, appUrl, REPO, SHARED } from './harness.mjs';
+import {
+  openApp, launchBrowser, REPO, CASES, counts, expected, nativePlan, nextPaint, seq, readDump,
+  synthDump, dropLarge, chartTexts, overlaps,
+} from './harness.mjs';
 
-const CASES = join(SHARED, 'conformance', 'cases');
 const haveShared = existsSync(CASES);
-const WORK = join(REPO, 'target', 'e2e');
-mkdirSync(WORK, { recursive: true });
-
-/** The native CLI (built once if missing). */
-function cli() {
-  for (const p of ['target/debug/commlens', 'target/release/commlens']) {
-    if (existsSync(join(REPO, p))) return join(REPO, p);
-  }
-  execFileSync('cargo', ['build', '-q', '-p', 'commlens-cli'], { cwd: REPO, stdio: 'inherit' });
-  return join(REPO, 'target/debug/commlens');
-}
-
-/** The native planner's report for a dump and optional args object. */
-function nativePlan(dumpPath, args) {
-  const argv = ['plan', dumpPath];
-  if (args) {
-    const file = join(WORK, `args-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
-    writeFileSync(file, JSON.stringify(args));
-    argv.push('--args', file);
-  }
-  return JSON.parse(execFileSync(cli(), argv, { maxBuffer: 1 << 30 }).toString());
-}
-
-function expected(report) {
-  const count = (a) => report.decisions.filter((d) => d.action === a).length;
-  return { bars: report.buckets.length, splits: count('split'), skips: count('skip') };
-}
-
-/** Bars, split marks and skip marks the chart shows. */
-async function counts(app) {
-  return app.page.evaluate(() => ({
-    bars: document.querySelectorAll('#chart svg [data-bucket]').length,
-    splits: document.querySelectorAll('#chart svg [data-split]').length,
-    skips: document.querySelectorAll('#chart svg [data-skip]').length,
-  }));
-}
-
-/** Waits for the next painted view (the app bumps #perf[data-seq] after each paint). */
-async function nextPaint(app, after) {
-  await app.page.waitForFunction(
-    (n) => Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0) > n,
-    after,
-    { timeout: 60_000 },
-  );
-}
-async function seq(app) {
-  return app.page.evaluate(() => Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0));
-}
-
-function readDump(path) {
-  const bytes = readFileSync(path);
-  return JSON.parse((bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString());
-}
 
 test('the example loads and shows its buckets', async (t) => {
   const app = await openApp(t, { path: '?example=mlp', viewport: { width: 1400, height: 1000 } });
@@ -250,38 +197,15 @@ test('a fetch failure is explained', async (t) => {
   app.assertNoErrors([/404/]);
 });
 
-test('100k nodes: drop to painted timeline, and re-plan', async (t) => {
-  const file = join(WORK, 'synth_100k.json');
-  if (!existsSync(file)) {
-    execFileSync('cargo', ['test', '-q', '-p', 'commlens', '--test', 'timeline', '--', '--ignored', 'write_synthetic_dump'], {
-      cwd: REPO,
-      stdio: 'inherit',
-      env: { ...process.env, COMMLENS_SYNTH_OUT: file, COMMLENS_SYNTH_NODES: '100000' },
-    });
-  }
+test('100k nodes: drop to painted timeline, and re-plan; the whole view says where the big buckets are', async (t) => {
+  const file = synthDump(100000);
   const bytes = readFileSync(file);
   const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
   await app.waitForRendered('header');
-  // Hand the bytes to the page in chunks, then time a real drop event inside it.
-  await app.page.evaluate((n) => { window.__bytes = new Uint8Array(n); }, bytes.length);
-  const chunk = 4 << 20;
-  for (let i = 0; i < bytes.length; i += chunk) {
-    await app.page.evaluate(([b64, off]) => {
-      const s = atob(b64);
-      for (let j = 0; j < s.length; j++) window.__bytes[off + j] = s.charCodeAt(j);
-    }, [bytes.subarray(i, i + chunk).toString('base64'), i]);
-  }
-  const load = await app.page.evaluate(async () => {
-    const dt = new DataTransfer();
-    dt.items.add(new File([window.__bytes], 'synth_100k.json', { type: 'application/json' }));
-    delete window.__bytes;
-    const t0 = performance.now();
-    document.querySelector('.app').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-    await new Promise((res) => {
-      const iv = setInterval(() => { if (document.querySelector('#perf[data-load-ms]')) { clearInterval(iv); res(); } }, 2);
-    });
+  const wall = await dropLarge(app, file, 'synth_100k.json');
+  const load = await app.page.evaluate(() => {
     const perf = document.querySelector('#perf');
-    return { wall: performance.now() - t0, app: Number(perf.getAttribute('data-load-ms')), stages: perf.textContent, elements: document.querySelectorAll('#chart svg *').length };
+    return { app: Number(perf.getAttribute('data-load-ms')), stages: perf.textContent, elements: document.querySelectorAll('#chart svg *').length };
   });
   const replans = [];
   for (const cap of [50000, 200000, 1000000]) {
@@ -295,8 +219,23 @@ test('100k nodes: drop to painted timeline, and re-plan', async (t) => {
   }
   const nodes = await app.page.evaluate(() => document.querySelector('#chart svg').getAttribute('data-nodes'));
   console.log(`# 100k scale: ${nodes} nodes, ${(bytes.length / 1e6).toFixed(1)} MB JSON`);
-  console.log(`#   drop → painted: ${load.app.toFixed(0)} ms (page wall ${load.wall.toFixed(0)} ms; ${load.stages}); ${load.elements} SVG elements`);
+  console.log(`#   drop → painted: ${load.app.toFixed(0)} ms (page wall ${wall.toFixed(0)} ms; ${load.stages}); ${load.elements} SVG elements`);
   for (const r of replans) console.log(`#   re-plan → painted: ${r.app.toFixed(0)} ms (${r.stages})`);
+  // The whole view: columns whose height is the bytes of the largest bucket launched there,
+  // the largest named; nothing overlapping.
+  const columns = await app.page.evaluate(() => {
+    const cols = [...document.querySelectorAll('#chart svg [data-bucket-group]')];
+    return {
+      n: cols.length,
+      heights: new Set(cols.map((c) => Math.round(c.querySelector('rect').getBoundingClientRect().height))).size,
+      named: cols.filter((c) => /bucket_\d+ .*(B|KiB|MiB)/.test(c.querySelector('text')?.textContent || '')).length,
+    };
+  });
+  assert.ok(columns.n > 50, `${columns.n} columns`);
+  assert.ok(columns.heights > 1, 'column heights follow bytes');
+  assert.ok(columns.named >= 3, 'the largest buckets are named');
+  const { texts } = await chartTexts(app.page);
+  assert.deepEqual(overlaps(texts, 1).map(([a, b]) => `${a.text} × ${b.text}`), [], 'overlapping texts');
   await app.screenshot('app-100k');
   assert.ok(Number(nodes) >= 100000);
   assert.ok(load.elements < 20000, `the 100k timeline has ${load.elements} SVG elements`);

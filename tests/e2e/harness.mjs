@@ -15,7 +15,9 @@
 //   });
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -46,6 +48,9 @@ export const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
   '--disable-quic',
+  // The embed tests put the app (served on 127.0.0.1) in a review doc of another origin;
+  // Chromium's local-network checks would block that frame, as they would not on a real host.
+  '--disable-features=LocalNetworkAccessChecks',
 ];
 
 /**
@@ -210,4 +215,166 @@ export function fileSpec(file) {
     mimeType = name.endsWith('.gz') ? 'application/gzip' : name.endsWith('.json') ? 'application/json' : 'application/octet-stream';
   }
   return { name, bytes: buffer, mimeType };
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers the app's tests share: the native CLI as the oracle, counts of marks, waiting for
+// the next painted view, synthetic dumps, and geometry checks on what the browser drew.
+
+export const CASES = join(SHARED, 'conformance', 'cases');
+export const WORK = join(REPO, 'target', 'e2e');
+mkdirSync(WORK, { recursive: true });
+
+/** The native CLI (built once if missing). */
+export function cli() {
+  for (const p of ['target/debug/commlens', 'target/release/commlens']) {
+    if (existsSync(join(REPO, p))) return join(REPO, p);
+  }
+  execFileSync('cargo', ['build', '-q', '-p', 'commlens-cli'], { cwd: REPO, stdio: 'inherit' });
+  return join(REPO, 'target/debug/commlens');
+}
+
+/** The native planner's report text for a dump and optional args object. */
+export function nativeReportText(dumpPath, args) {
+  const argv = ['plan', dumpPath];
+  if (args && Object.keys(args).length) {
+    const file = join(WORK, `args-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify(args));
+    argv.push('--args', file);
+  }
+  return execFileSync(cli(), argv, { maxBuffer: 1 << 30 }).toString();
+}
+
+/** The native planner's report for a dump and optional args object. */
+export function nativePlan(dumpPath, args) {
+  return JSON.parse(nativeReportText(dumpPath, args));
+}
+
+export function expected(report) {
+  const count = (a) => report.decisions.filter((d) => d.action === a).length;
+  return { bars: report.buckets.length, splits: count('split'), skips: count('skip') };
+}
+
+/**
+ * Buckets, split marks and skip marks the chart shows: buckets drawn as bars plus those a
+ * full lane counts in its overflow strip.
+ */
+export async function counts(app) {
+  return app.page.evaluate(() => ({
+    bars: document.querySelectorAll('#chart svg [data-bucket]').length
+      + Number(document.querySelector('#chart svg')?.getAttribute('data-not-drawn') || 0),
+    splits: document.querySelectorAll('#chart svg [data-split]').length,
+    skips: document.querySelectorAll('#chart svg [data-skip]').length,
+  }));
+}
+
+/** The paint counter (`#perf[data-seq]`, bumped after each timed paint). */
+export async function seq(app) {
+  return app.page.evaluate(() => Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0));
+}
+
+/** Waits for the paint after `after`. */
+export async function nextPaint(app, after) {
+  await app.page.waitForFunction(
+    (n) => Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0) > n,
+    after,
+    { timeout: 60_000 },
+  );
+}
+
+/** The view the chart shows: `[x0, x1]` from the SVG. */
+export async function shownRange(page) {
+  return page.evaluate(() => {
+    const svg = document.querySelector('#chart svg');
+    return svg ? [Number(svg.getAttribute('data-x0')), Number(svg.getAttribute('data-x1'))] : null;
+  });
+}
+
+/** Waits until the chart's view differs from `range`. */
+export async function rangeChanged(page, range, timeout = 10_000) {
+  await page.waitForFunction(
+    ([a, b]) => {
+      const svg = document.querySelector('#chart svg');
+      return svg && (Number(svg.getAttribute('data-x0')) !== a || Number(svg.getAttribute('data-x1')) !== b);
+    },
+    range,
+    { timeout },
+  );
+}
+
+export function readDump(path) {
+  const bytes = readFileSync(path);
+  return JSON.parse((bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString());
+}
+
+/** A synthetic Llama-like dump of about `nodes` nodes (written once, by the core's `synth`). */
+export function synthDump(nodes) {
+  const file = join(WORK, `synth_${nodes}.json`);
+  if (!existsSync(file)) {
+    execFileSync('cargo', ['test', '-q', '-p', 'commlens', '--test', 'timeline', '--', '--ignored', 'write_synthetic_dump'], {
+      cwd: REPO,
+      stdio: 'inherit',
+      env: { ...process.env, COMMLENS_SYNTH_OUT: file, COMMLENS_SYNTH_NODES: String(nodes) },
+    });
+  }
+  return file;
+}
+
+/**
+ * Drops a large file on the page: the bytes go over in chunks, then a real drop event is
+ * dispatched inside the page (timed from there). Returns the page's wall time to the paint.
+ */
+export async function dropLarge(app, path, name) {
+  const bytes = readFileSync(path);
+  await app.page.evaluate((n) => { window.__bytes = new Uint8Array(n); }, bytes.length);
+  const chunk = 4 << 20;
+  for (let i = 0; i < bytes.length; i += chunk) {
+    await app.page.evaluate(([b64, off]) => {
+      const s = atob(b64);
+      for (let j = 0; j < s.length; j++) window.__bytes[off + j] = s.charCodeAt(j);
+    }, [bytes.subarray(i, i + chunk).toString('base64'), i]);
+  }
+  return app.page.evaluate(async (name) => {
+    const before = Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0);
+    const dt = new DataTransfer();
+    dt.items.add(new File([window.__bytes], name, { type: 'application/json' }));
+    delete window.__bytes;
+    const t0 = performance.now();
+    document.querySelector('.app').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    await new Promise((res) => {
+      const iv = setInterval(() => {
+        if (Number(document.querySelector('#perf')?.getAttribute('data-seq') || 0) > before) { clearInterval(iv); res(); }
+      }, 2);
+    });
+    return performance.now() - t0;
+  }, name);
+}
+
+/**
+ * Every text the chart drew, with its box (client pixels), and the SVG's box: for checks
+ * that no text overlaps another and none is cut off.
+ */
+export async function chartTexts(page, selector = '#chart svg') {
+  return page.evaluate((sel) => {
+    const svg = document.querySelector(sel);
+    const box = (r) => ({ left: r.left, right: r.right, top: r.top, bottom: r.bottom });
+    return {
+      svg: box(svg.getBoundingClientRect()),
+      texts: [...svg.querySelectorAll('text')]
+        .filter((t) => t.textContent.trim())
+        .map((t) => ({ text: t.textContent, ...box(t.getBoundingClientRect()) })),
+    };
+  }, selector);
+}
+
+/** Pairs of boxes that overlap by more than `slack` pixels each way. */
+export function overlaps(boxes, slack = 0.5) {
+  const out = [];
+  for (let i = 0; i < boxes.length; i++) {
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (a.left < b.right - slack && b.left < a.right - slack && a.top < b.bottom - slack && b.top < a.bottom - slack) out.push([a, b]);
+    }
+  }
+  return out;
 }

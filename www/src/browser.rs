@@ -1,21 +1,29 @@
-//! Thin helpers over web-sys: fetching with progress, reading files, downloads, the clipboard,
-//! the URL, timing.
+//! Thin helpers over web-sys: fetching with progress and a size limit, reading files,
+//! downloads, the clipboard, the address bar, timing, telling an embedding page our height.
 
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+/// The page's window. The app runs only in a page, where there is always one.
 pub fn window() -> web_sys::Window {
-    web_sys::window().expect("a window")
+    web_sys::window().expect("the app runs in a browser window")
+}
+
+pub fn document() -> Option<web_sys::Document> {
+    web_sys::window()?.document()
 }
 
 /// `performance.now()` in milliseconds.
 pub fn now_ms() -> f64 {
-    window().performance().map(|p| p.now()).unwrap_or(0.0)
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0)
 }
 
-fn js_err(e: JsValue) -> String {
+pub fn js_err(e: JsValue) -> String {
     e.as_string()
         .or_else(|| {
             e.dyn_ref::<js_sys::Error>()
@@ -32,21 +40,35 @@ pub async fn yield_now() {
     let _ = JsFuture::from(p).await;
 }
 
-/// Fetches `url`, calling `progress(received, total)` as the body streams in. A network or
-/// CORS failure and an HTTP error status are explained in plain words.
+/// Calls `f` once after `ms` milliseconds; returns the timer id (for [`cancel_timeout`]).
+pub fn set_timeout(ms: i32, f: impl FnOnce() + 'static) -> Option<i32> {
+    let cb = Closure::once_into_js(f);
+    window()
+        .set_timeout_with_callback_and_timeout_and_arguments_0(cb.unchecked_ref(), ms)
+        .ok()
+}
+
+pub fn cancel_timeout(id: i32) {
+    window().clear_timeout_with_handle(id);
+}
+
+/// Fetches `url`, calling `progress(received, total)` as the body streams in, and stopping
+/// with an explanation past `limit` bytes. A network or CORS failure and an HTTP error status
+/// are explained in plain words.
 pub async fn fetch_bytes(
     url: &str,
+    limit: u64,
     progress: impl Fn(usize, Option<usize>),
 ) -> Result<Vec<u8>, String> {
     let resp = JsFuture::from(window().fetch_with_str(url))
         .await
         .map_err(|e| {
             format!(
-            "could not fetch {url}: {} — the server is unreachable, or it does not allow this page \
-             to read it (CORS: the host must send Access-Control-Allow-Origin). Download the file \
-             and drop it here instead.",
-            js_err(e)
-        )
+                "could not fetch {url}: {} — the server is unreachable, or it does not allow \
+                 this page to read it (CORS: the host must send Access-Control-Allow-Origin). \
+                 Download the file and drop it here instead.",
+                js_err(e)
+            )
         })?;
     let resp: web_sys::Response = resp.dyn_into().map_err(js_err)?;
     if !resp.ok() {
@@ -62,14 +84,19 @@ pub async fn fetch_bytes(
         .ok()
         .flatten()
         .and_then(|s| s.parse::<usize>().ok());
-    // Small bodies in one piece; large ones streamed, with progress.
-    let small = total.map(|t| t < (4 << 20)).unwrap_or(false);
+    if let Some(t) = total {
+        crate::limits::check(url, t as u64, limit)?;
+    }
+    // Small bodies in one piece; large ones streamed, with progress and the limit.
+    let small = total.is_some_and(|t| t < (4 << 20));
     let body = if small { None } else { resp.body() };
     let Some(body) = body else {
         let buf = JsFuture::from(resp.array_buffer().map_err(js_err)?)
             .await
             .map_err(js_err)?;
-        return Ok(Uint8Array::new(&buf).to_vec());
+        let bytes = Uint8Array::new(&buf);
+        crate::limits::check(url, bytes.length() as u64, limit)?;
+        return Ok(bytes.to_vec());
     };
     let reader: web_sys::ReadableStreamDefaultReader = body
         .get_reader()
@@ -87,6 +114,11 @@ pub async fn fetch_bytes(
         let value = js_sys::Reflect::get(&chunk, &"value".into()).map_err(js_err)?;
         let bytes: Uint8Array = value.dyn_into().map_err(js_err)?;
         let start = out.len();
+        let grown = start as u64 + bytes.length() as u64;
+        if let Err(e) = crate::limits::check(url, grown, limit) {
+            let _ = reader.cancel();
+            return Err(e);
+        }
         out.resize(start + bytes.length() as usize, 0);
         bytes.copy_to(&mut out[start..]);
         progress(out.len(), total);
@@ -94,8 +126,9 @@ pub async fn fetch_bytes(
     Ok(out)
 }
 
-/// Reads a dropped or picked file.
-pub async fn read_file(file: &web_sys::File) -> Result<Vec<u8>, String> {
+/// Reads a dropped or picked file, after checking its size against `limit`.
+pub async fn read_file(file: &web_sys::File, limit: u64) -> Result<Vec<u8>, String> {
+    crate::limits::check(&file.name(), file.size() as u64, limit)?;
     let buf = JsFuture::from(file.array_buffer())
         .await
         .map_err(|e| format!("could not read {}: {}", file.name(), js_err(e)))?;
@@ -110,7 +143,7 @@ pub fn download(name: &str, mime: &str, text: &str) -> Result<(), String> {
     opts.set_type(mime);
     let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts).map_err(js_err)?;
     let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(js_err)?;
-    let doc = window().document().ok_or("no document")?;
+    let doc = document().ok_or("no document")?;
     let a: web_sys::HtmlAnchorElement = doc
         .create_element("a")
         .map_err(js_err)?
@@ -128,11 +161,9 @@ pub fn copy_text(text: &str) {
     let _ = window().navigator().clipboard().write_text(text);
 }
 
-/// The page's query parameters.
-pub fn query() -> web_sys::UrlSearchParams {
-    let search = window().location().search().unwrap_or_default();
-    web_sys::UrlSearchParams::new_with_str(&search)
-        .unwrap_or_else(|_| web_sys::UrlSearchParams::new().expect("params"))
+/// The page's query string (with its `?`).
+pub fn query_string() -> String {
+    window().location().search().unwrap_or_default()
 }
 
 /// The page URL without its query.
@@ -145,19 +176,27 @@ pub fn base_url() -> String {
     )
 }
 
-/// Replaces the address bar's query (no navigation).
-pub fn replace_query(query: &str) {
-    if let Ok(history) = window().history() {
-        let url = if query.is_empty() {
-            base_url()
-        } else {
-            format!("{}?{query}", base_url())
-        };
-        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+/// The page's URL with `query`.
+pub fn url_with(query: &str) -> String {
+    if query.is_empty() {
+        base_url()
+    } else {
+        format!("{}?{query}", base_url())
     }
 }
 
-/// Resolves `url` against the page (so links carry absolute sources).
+/// Replaces the address bar's query (no navigation), when it differs.
+pub fn replace_query(query: &str) {
+    let current = query_string();
+    if current.strip_prefix('?').unwrap_or(&current) == query {
+        return;
+    }
+    if let Ok(history) = window().history() {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url_with(query)));
+    }
+}
+
+/// Resolves `url` against the page (relative paths like `dumps/a.json` work).
 pub fn absolute(url: &str) -> String {
     web_sys::Url::new_with_base(url, &window().location().href().unwrap_or_default())
         .map(|u| u.href())
@@ -168,4 +207,32 @@ pub fn absolute(url: &str) -> String {
 pub fn next_frame(f: impl FnOnce() + 'static) {
     let cb = Closure::once_into_js(f);
     let _ = window().request_animation_frame(cb.unchecked_ref());
+}
+
+/// Whether the page is inside a frame (an embed in a review doc).
+pub fn in_frame() -> bool {
+    let w = window();
+    match w.parent() {
+        Ok(Some(parent)) => !js_sys::Object::is(&parent, &w),
+        _ => false,
+    }
+}
+
+/// Tells the embedding page how tall the content is:
+/// `{type: "commlens:height", height}` (see www/README.md for the host's snippet).
+pub fn post_height(height: f64) {
+    thread_local! {
+        static LAST: std::cell::Cell<f64> = const { std::cell::Cell::new(-1.0) };
+    }
+    let height = height.ceil();
+    if LAST.with(|l| l.replace(height)) == height || !in_frame() {
+        return;
+    }
+    let Ok(Some(parent)) = window().parent() else {
+        return;
+    };
+    let message = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&message, &"type".into(), &"commlens:height".into());
+    let _ = js_sys::Reflect::set(&message, &"height".into(), &JsValue::from_f64(height));
+    let _ = parent.post_message(&message, "*");
 }

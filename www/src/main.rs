@@ -1,10 +1,24 @@
 //! commlens in the browser: load a graph dump, see its collectives and the planner's buckets,
 //! re-plan live, share and embed. All planning and drawing is the core crate's.
+//!
+//! - `app`: the root component; `state`: its reducer; `components/`: one file per panel.
+//! - `model`: the data the panels show, computed by the core; `url_state`: the address bar.
+//! - `browser`: web-sys helpers; `limits`: the input-size limit; `fatal`: the panic banner.
 
 mod app;
 mod browser;
+mod components;
+mod fatal;
+mod limits;
 mod model;
+mod state;
+mod url_state;
 
 fn main() {
-    yew::Renderer::<app::App>::new().render();
+    fatal::install();
+    // The app renders into `#app`, beside the `#fatal` banner it must never clear.
+    match browser::document().and_then(|d| d.get_element_by_id("app")) {
+        Some(root) => yew::Renderer::<app::App>::with_root(root).render(),
+        None => yew::Renderer::<app::App>::new().render(),
+    };
 }

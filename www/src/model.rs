@@ -1,26 +1,48 @@
-//! The app's data: a loaded graph, the planner settings, and what one planning run produced.
-//! Everything here calls the core crate; no planning or classification logic lives in www.
+//! The app's data: a loaded graph, the planner settings, one planning run, and the table's
+//! query. Everything is computed by the core crate (reading, classifying, planning, the rows'
+//! lanes, groups and bytes); this module only arranges it for the panels. Pure: no browser,
+//! tested natively.
 
+use crate::url_state::{Filter, SourceRef};
 use commlens::graph::Graph;
-use commlens::timeline::{Action, RoleSource, TimelineInput};
+use commlens::identity::Code;
+use commlens::planner::{Action, BucketPlan, Planner, Reason};
+use commlens::timeline::collectives::{source_label, UNCLASSIFIED};
+use commlens::timeline::{Collectives, TimelineInput};
+use commlens::value::PyValue;
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::rc::Rc;
 
-/// A dump that was read.
-pub struct Loaded {
-    pub label: String,
-    /// The URL it came from, when it can be reproduced by a link.
-    pub url: Option<String>,
-    pub graph: Rc<Graph>,
-    /// The graph prepared for planning (signature, candidates' local checks), kept for
-    /// re-planning.
-    pub planner: Rc<commlens::planner::Planner<Rc<Graph>>>,
-    pub roles: Rc<commlens::timeline::Roles>,
-    /// Table rows and overview counts without the plan's columns.
-    pub rows: Rc<Vec<Row>>,
-    pub overview: Overview,
-    pub bytes: usize,
+/// Shared data compared by identity: props holding it are equal when they hold the same
+/// allocation, so a panel re-renders when its data is replaced, never because a parent did,
+/// and never by comparing a hundred thousand rows.
+#[derive(Debug)]
+pub struct Shared<T>(pub Rc<T>);
+
+impl<T> Shared<T> {
+    pub fn new(value: T) -> Shared<T> {
+        Shared(Rc::new(value))
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 /// How module plans are chosen in the controls.
@@ -39,6 +61,14 @@ pub enum PlansMode {
 }
 
 impl PlansMode {
+    pub const KEYS: [(&'static str, &'static str); 5] = [
+        ("dump", "as recorded in the dump"),
+        ("parents", "per parent module (None)"),
+        ("blocks", "per block type"),
+        ("explicit", "explicit groups"),
+        ("none", "none ([])"),
+    ];
+
     pub fn key(&self) -> &'static str {
         match self {
             PlansMode::Dump => "dump",
@@ -54,14 +84,36 @@ impl PlansMode {
             _ => "",
         }
     }
-    pub fn from_key(key: &str, text: String) -> PlansMode {
-        match key {
+    pub fn from_key(key: &str, text: String) -> Option<PlansMode> {
+        Some(match key {
+            "dump" => PlansMode::Dump,
             "parents" => PlansMode::Parents,
             "blocks" => PlansMode::Blocks(text),
             "explicit" => PlansMode::Explicit(text),
             "none" => PlansMode::Nothing,
-            _ => PlansMode::Dump,
-        }
+            _ => return None,
+        })
+    }
+    /// Whether the mode names things of one graph (module FQNs, class names).
+    pub fn names_modules(&self) -> bool {
+        matches!(self, PlansMode::Blocks(_) | PlansMode::Explicit(_))
+    }
+    fn block_types(text: &str) -> Vec<&str> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+    fn groups(text: &str) -> Vec<Vec<&str>> {
+        text.lines()
+            .map(|l| {
+                l.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|g| !g.is_empty())
+            .collect()
     }
 }
 
@@ -86,7 +138,8 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The `args.json` object these settings override the dump's `planner` object with.
+    /// The `args.json` object (the conformance corpus's format, `commlens plan --args`) these
+    /// settings override the dump's `planner` object with.
     pub fn args_json(&self, graph: &Graph) -> Map<String, Value> {
         let mut args = Map::new();
         let dump_planner = graph.dump.planner.as_ref().and_then(Value::as_object);
@@ -120,26 +173,14 @@ impl Settings {
                 args.insert("block_module_types".into(), Value::Null);
             }
             PlansMode::Blocks(text) => {
-                let types: Vec<&str> = text
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                args.insert("block_module_types".into(), json!(types));
+                args.insert(
+                    "block_module_types".into(),
+                    json!(PlansMode::block_types(text)),
+                );
                 args.insert("module_bucket_plans".into(), json!([]));
             }
             PlansMode::Explicit(text) => {
-                let groups: Vec<Vec<&str>> = text
-                    .lines()
-                    .map(|l| {
-                        l.split(',')
-                            .map(str::trim)
-                            .filter(|s| !s.is_empty())
-                            .collect::<Vec<_>>()
-                    })
-                    .filter(|g| !g.is_empty())
-                    .collect();
-                args.insert("module_bucket_plans".into(), json!(groups));
+                args.insert("module_bucket_plans".into(), json!(PlansMode::groups(text)));
                 args.insert("block_module_types".into(), Value::Null);
             }
         }
@@ -147,57 +188,224 @@ impl Settings {
     }
 }
 
-/// One collective in the table. Strings are shared (`Rc<str>`): the rows are made once per
-/// graph and only their plan columns change on a re-plan.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    pub node: u32,
-    pub name: Rc<str>,
-    pub op: Rc<str>,
-    pub kind: Rc<str>,
-    pub backward: bool,
-    pub role: Option<Rc<str>>,
-    pub source: RoleSource,
-    pub group: Rc<str>,
-    pub param: Rc<str>,
-    pub bytes: u64,
-    pub bucket: Option<Rc<str>>,
-    pub decision: Option<(Action, Rc<str>)>,
-    /// Identity diagnostic codes that name this collective.
-    pub diagnostics: Rc<[String]>,
+/// A count typed into a control or a link: empty is "not set"; a whole number, written as
+/// digits (`4096`, `4_096`, `4,096`), in scientific notation (`1e6`) or with a byte unit
+/// (`64KiB`, `2 MB`). Anything else is explained.
+pub fn parse_count(text: &str, minimum: u64) -> Result<Option<u64>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    let lower = t.to_ascii_lowercase();
+    let units: [(&str, u64); 8] = [
+        ("kib", 1 << 10),
+        ("mib", 1 << 20),
+        ("gib", 1 << 30),
+        ("kb", 1_000),
+        ("mb", 1_000_000),
+        ("gb", 1_000_000_000),
+        ("k", 1_000),
+        ("b", 1),
+    ];
+    let (number, unit) = units
+        .iter()
+        .find_map(|(suffix, factor)| {
+            lower
+                .strip_suffix(suffix)
+                .filter(|n| n.trim().parse::<f64>().is_ok() || n.trim().contains(['_', ',']))
+                .map(|n| (n.trim().to_string(), *factor))
+        })
+        .unwrap_or((lower.clone(), 1));
+    let digits: String = number.chars().filter(|c| *c != '_' && *c != ',').collect();
+    let value: f64 = match digits.parse::<f64>() {
+        Ok(v) if v.is_finite() => v,
+        _ => {
+            return Err(format!(
+                "“{t}” is not a number (write a whole number like 4096, 1e6 or 64MiB)"
+            ))
+        }
+    };
+    if value < 0.0 {
+        return Err(format!("“{t}” is negative; it must be {minimum} or more"));
+    }
+    let value = value * unit as f64;
+    if value.fract() != 0.0 {
+        return Err(format!("“{t}” is not a whole number"));
+    }
+    if value > 9.0e15 {
+        return Err(format!("“{t}” is too large"));
+    }
+    let value = value as u64;
+    if value < minimum {
+        return Err(format!(
+            "{value} is too small; it must be {minimum} or more"
+        ));
+    }
+    Ok(Some(value))
 }
 
-/// Counts for the overview.
+/// Why the module plans text cannot be used for this graph (the core's checks: the names
+/// exist, groups do not overlap), or `None`.
+pub fn plans_problem(graph: &Graph, plans: &PlansMode) -> Option<String> {
+    let list = |items: Vec<PyValue>| PyValue::List(items);
+    let text = |s: &str| PyValue::Str(s.to_string());
+    let (types, groups) = match plans {
+        PlansMode::Blocks(t) => {
+            let types = PlansMode::block_types(t);
+            if types.is_empty() {
+                return Some(
+                    "name at least one block type (a class name, like TransformerBlock)".into(),
+                );
+            }
+            (
+                list(types.into_iter().map(text).collect()),
+                list(Vec::new()),
+            )
+        }
+        PlansMode::Explicit(t) => {
+            let groups = PlansMode::groups(t);
+            if groups.is_empty() {
+                return Some(
+                    "write at least one group: module FQNs, comma-separated, one group per line"
+                        .into(),
+                );
+            }
+            (
+                list(Vec::new()),
+                list(
+                    groups
+                        .into_iter()
+                        .map(|g| list(g.into_iter().map(text).collect()))
+                        .collect(),
+                ),
+            )
+        }
+        _ => return None,
+    };
+    commlens::planner::args::build_module_bucket_plans(&graph.dump.modules, &types, &groups)
+        .err()
+        .map(|e| e.message)
+}
+
+/// A dump that was read, classified and prepared for planning.
+pub struct Loaded {
+    pub label: String,
+    /// Where it came from, when a link can reproduce it.
+    pub source: Option<SourceRef>,
+    pub graph: Rc<Graph>,
+    /// The graph prepared for planning once; every re-plan reuses it.
+    pub planner: Rc<Planner<Rc<Graph>>>,
+    pub collectives: Shared<Collectives>,
+    /// Overview counts that do not depend on the plan.
+    pub base: Rc<Overview>,
+    pub bytes: usize,
+}
+
+/// What one plan says of one collective (aligned with `Collectives::rows`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanColumns {
+    /// Index into the timeline's buckets.
+    pub bucket: Option<u32>,
+    /// Every decision on it, in the plan's order (a split and a singleton can both apply).
+    pub decisions: Vec<(Action, Reason)>,
+}
+
+/// Counts for the overview: each is the number of table rows its filter keeps.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overview {
-    /// (role or "unclassified", source) → count.
-    pub roles: BTreeMap<(String, String), usize>,
-    pub groups: BTreeMap<String, usize>,
-    /// (action, reason) → count.
-    pub reasons: BTreeMap<(String, String), usize>,
+    pub roles: Vec<(String, usize)>,
+    pub sources: Vec<(String, usize)>,
+    pub groups: Vec<(String, usize)>,
+    pub decisions: Vec<((Action, Reason), usize)>,
+    pub diagnostics: Vec<(Code, usize)>,
+    /// Diagnostics that name no collective of the table.
+    pub other_diagnostics: usize,
     pub unmatched: Vec<String>,
-    /// Identity diagnostic code → count.
-    pub diagnostics: BTreeMap<String, usize>,
     pub buckets: usize,
+    pub collectives: usize,
+}
+
+/// The group label of a row.
+pub fn group_label(group: Option<&str>) -> &str {
+    group.unwrap_or(commlens::identity::UNKNOWN_GROUP)
+}
+
+/// Whether a row passes `filter`: the same facets the overview counts.
+pub fn matches(
+    filter: &Filter,
+    row: &commlens::timeline::CollectiveRow,
+    cols: &PlanColumns,
+) -> bool {
+    match filter {
+        Filter::Role(r) => row.role_label() == r,
+        Filter::Source(s) => row.source_label() == s,
+        Filter::Group(g) => group_label(row.group.as_deref()) == g,
+        Filter::Decision(a, r) => cols.decisions.contains(&(*a, *r)),
+        Filter::Diagnostic(c) => row.diagnostics.contains(c),
+    }
+}
+
+fn sorted_counts<K: Ord + Clone>(map: HashMap<K, usize>) -> Vec<(K, usize)> {
+    let mut v: Vec<(K, usize)> = map.into_iter().collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// The counts that do not depend on the plan.
+pub fn base_overview(collectives: &Collectives) -> Overview {
+    let mut roles: HashMap<String, usize> = HashMap::new();
+    let mut sources: HashMap<String, usize> = HashMap::new();
+    let mut groups: HashMap<String, usize> = HashMap::new();
+    let mut diagnostics: HashMap<Code, usize> = HashMap::new();
+    for r in &collectives.rows {
+        *roles.entry(r.role_label().to_string()).or_default() += 1;
+        *sources
+            .entry(source_label(r.source).to_string())
+            .or_default() += 1;
+        *groups
+            .entry(group_label(r.group.as_deref()).to_string())
+            .or_default() += 1;
+        for c in r.diagnostics.iter() {
+            *diagnostics.entry(*c).or_default() += 1;
+        }
+    }
+    let other_diagnostics = collectives
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            !d.nodes
+                .iter()
+                .any(|n| collectives.rows.iter().any(|r| &*r.name == n))
+        })
+        .count();
+    Overview {
+        roles: sorted_counts(roles),
+        sources: sorted_counts(sources),
+        groups: sorted_counts(groups),
+        diagnostics: sorted_counts(diagnostics),
+        other_diagnostics,
+        collectives: collectives.rows.len(),
+        ..Overview::default()
+    }
 }
 
 /// One planning run.
 pub struct Planned {
-    pub timeline: Rc<TimelineInput>,
+    pub timeline: Shared<TimelineInput>,
     /// The plan itself (its JSON report is made on demand: it is large at scale).
-    pub plan: Option<Rc<commlens::BucketPlan>>,
-    pub rows: Rc<Vec<Row>>,
-    pub overview: Overview,
+    pub plan: Option<Rc<BucketPlan>>,
+    pub columns: Shared<Vec<PlanColumns>>,
+    pub overview: Shared<Overview>,
     /// Why the planner could not run (argument errors), shown instead of buckets.
     pub error: Option<String>,
-    /// The core planner's own time, and everything after it (timeline input, rows, counts).
+    /// The core planner's own time, and everything after it.
     pub plan_ms: f64,
-    pub prepare_ms: f64,
+    pub views_ms: f64,
     pub detail: String,
 }
 
 impl Planned {
-    /// The plan report JSON (`commlens plan`'s output).
+    /// The plan report JSON (`commlens plan`'s output, byte for byte).
     pub fn report_json(&self, graph: &Graph) -> String {
         match &self.plan {
             Some(p) => commlens::planner::report::plan_to_json(p, graph),
@@ -206,145 +414,7 @@ impl Planned {
     }
 }
 
-fn spec_bytes(graph: &Graph, id: usize) -> u64 {
-    let node = graph.node(id);
-    let Some(spec) = node.meta("fsdp_bucket_spec").and_then(|s| s.as_dict()) else {
-        return 0;
-    };
-    let numel = |k: &str| -> u64 {
-        spec.get(k)
-            .and_then(|v| v.as_list())
-            .map(|l| {
-                l.iter()
-                    .map(|d| d.static_int().unwrap_or(0).max(0) as u64)
-                    .product()
-            })
-            .unwrap_or(0)
-    };
-    let elem = match spec.get("dtype").and_then(|d| d.as_str()).unwrap_or("") {
-        "torch.float64" | "torch.int64" => 8,
-        "torch.float16" | "torch.bfloat16" => 2,
-        "torch.int8" | "torch.uint8" | "torch.bool" => 1,
-        _ => 4,
-    };
-    numel("input_shape").max(numel("output_shape")) * elem
-}
-
-/// The table rows without plan columns: every collective start in graph order.
-pub fn base_rows(graph: &Graph, roles: &commlens::timeline::Roles) -> Vec<Row> {
-    let mut diags_of: HashMap<&str, Vec<String>> = HashMap::new();
-    for (code, nodes, _) in &roles.diagnostics {
-        for n in nodes {
-            diags_of.entry(n.as_str()).or_default().push(code.clone());
-        }
-    }
-    let empty: Rc<[String]> = Rc::from(Vec::new());
-    let mut interned: HashMap<String, Rc<str>> = HashMap::new();
-    let mut intern = |s: &str| -> Rc<str> {
-        if let Some(r) = interned.get(s) {
-            return r.clone();
-        }
-        let r: Rc<str> = Rc::from(s);
-        interned.insert(s.to_string(), r.clone());
-        r
-    };
-    let mut out = Vec::new();
-    for id in 0..graph.len() {
-        if !graph.is_collective(id) {
-            continue;
-        }
-        let node = graph.node(id);
-        let op = commlens::graph::collective_op(node).unwrap_or("");
-        let (role, source) = roles.get(graph, id);
-        let group = node
-            .meta_str("comm_group")
-            .or_else(|| node.args.last().and_then(|a| a.as_str()))
-            .unwrap_or_default();
-        let kind = node.meta_str("comm_type").unwrap_or(op);
-        out.push(Row {
-            node: id as u32,
-            name: Rc::from(node.name.as_str()),
-            backward: node.meta_flag("autograd_backward")
-                || kind.contains("backward")
-                || kind.contains("reduce_scatter"),
-            op: intern(op),
-            kind: intern(kind),
-            role: role.map(|r| intern(&r)),
-            source,
-            group: intern(group),
-            param: Rc::from(node.meta_str("param_name").unwrap_or("")),
-            bytes: spec_bytes(graph, id),
-            bucket: None,
-            decision: None,
-            diagnostics: diags_of
-                .get(node.name.as_str())
-                .map(|d| Rc::from(d.clone()))
-                .unwrap_or_else(|| empty.clone()),
-        });
-    }
-    out
-}
-
-/// The rows with the plan's bucket and decision columns.
-pub fn rows(base: &[Row], timeline: &TimelineInput) -> Vec<Row> {
-    let mut bucket_of: HashMap<u32, Rc<str>> = HashMap::new();
-    for b in &timeline.buckets {
-        let id: Rc<str> = Rc::from(b.id.as_str());
-        for m in &b.members {
-            bucket_of.insert(m.node, id.clone());
-        }
-    }
-    let mut reasons: HashMap<&str, Rc<str>> = HashMap::new();
-    let mut decision_of: HashMap<u32, (Action, Rc<str>)> = HashMap::new();
-    for d in &timeline.decisions {
-        let r = reasons
-            .entry(d.reason.as_str())
-            .or_insert_with(|| Rc::from(d.reason.as_str()))
-            .clone();
-        decision_of.entry(d.node).or_insert((d.action, r));
-    }
-    base.iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r.bucket = bucket_of.get(&r.node).cloned();
-            r.decision = decision_of.get(&r.node).cloned();
-            r
-        })
-        .collect()
-}
-
-/// Counts that do not depend on the plan (roles, sources, groups).
-pub fn base_overview(rows: &[Row], roles: &commlens::timeline::Roles) -> Overview {
-    let mut o = Overview::default();
-    for r in rows {
-        let role = r.role.as_deref().unwrap_or("unclassified").to_string();
-        *o.roles
-            .entry((role, r.source.as_str().to_string()))
-            .or_default() += 1;
-        if !r.group.is_empty() {
-            *o.groups.entry(r.group.to_string()).or_default() += 1;
-        }
-    }
-    for (code, _, _) in &roles.diagnostics {
-        *o.diagnostics.entry(code.clone()).or_default() += 1;
-    }
-    o
-}
-
-/// The base counts plus the plan's.
-pub fn overview(base: &Overview, timeline: &TimelineInput, unmatched: Vec<String>) -> Overview {
-    let mut o = base.clone();
-    o.unmatched = unmatched;
-    o.buckets = timeline.buckets.len();
-    for d in &timeline.decisions {
-        *o.reasons
-            .entry((d.action.as_str().to_string(), d.reason.clone()))
-            .or_default() += 1;
-    }
-    o
-}
-
-/// Runs the planner on `loaded` with `settings` and prepares everything the views show.
+/// Runs the planner on `loaded` with `settings` and prepares everything the panels show.
 pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Planned {
     let t0 = now();
     let graph = &loaded.graph;
@@ -354,11 +424,11 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
     // argument-dependent work.
     let result = loaded.planner.plan(&planner_args);
     let t1 = now();
-    let (timeline, plan, unmatched, error) = match result {
+    let (timeline, plan, error) = match result {
         Ok(p) => {
-            let t = commlens::timeline::plan_timeline(graph, &p, &loaded.roles, &loaded.label);
-            let unmatched = p.summary.unmatched_module_paths.clone();
-            (t, Some(Rc::new(p)), unmatched, None)
+            let t =
+                commlens::timeline::plan_timeline(graph, &p, &loaded.collectives, &loaded.label);
+            (t, Some(Rc::new(p)), None)
         }
         Err(e) => {
             let t = TimelineInput {
@@ -366,13 +436,37 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
                 node_count: graph.len() as u32,
                 ..Default::default()
             };
-            (t, None, Vec::new(), Some(e.to_string()))
+            (t, None, Some(e.to_string()))
         }
     };
     let t2 = now();
-    let rows = rows(&loaded.rows, &timeline);
+    let rows = &loaded.collectives.rows;
+    let mut columns = vec![PlanColumns::default(); rows.len()];
+    for (b, bucket) in timeline.buckets.iter().enumerate() {
+        for m in &bucket.members {
+            if let Some(i) = loaded.collectives.position(m.node) {
+                columns[i].bucket = Some(b as u32);
+            }
+        }
+    }
+    let mut decisions: HashMap<(Action, Reason), usize> = HashMap::new();
+    for d in &timeline.decisions {
+        if let Some(i) = loaded.collectives.position(d.node) {
+            let entry = (d.action, d.reason);
+            if !columns[i].decisions.contains(&entry) {
+                columns[i].decisions.push(entry);
+                *decisions.entry(entry).or_default() += 1;
+            }
+        }
+    }
     let t3 = now();
-    let overview = overview(&loaded.overview, &timeline, unmatched);
+    let mut overview = (*loaded.base).clone();
+    overview.decisions = sorted_counts(decisions);
+    overview.unmatched = plan
+        .as_ref()
+        .map(|p| p.summary.unmatched_module_paths.clone())
+        .unwrap_or_default();
+    overview.buckets = timeline.buckets.len();
     let detail = format!(
         "timeline input {:.0} ms, rows {:.0} ms, counts {:.0} ms",
         t2 - t1,
@@ -380,13 +474,321 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
         now() - t3
     );
     Planned {
-        timeline: Rc::new(timeline),
+        timeline: Shared::new(timeline),
         plan,
-        rows: Rc::new(rows),
-        overview,
+        columns: Shared::new(columns),
+        overview: Shared::new(overview),
         error,
         plan_ms: t1 - t0,
-        prepare_ms: now() - t1,
+        views_ms: now() - t1,
         detail,
+    }
+}
+
+/// A table column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Col {
+    Pos,
+    Name,
+    Role,
+    Kind,
+    Group,
+    Param,
+    Bytes,
+    Bucket,
+    Decision,
+}
+
+/// The table's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sort {
+    pub col: Col,
+    pub desc: bool,
+}
+
+impl Default for Sort {
+    fn default() -> Self {
+        Sort {
+            col: Col::Pos,
+            desc: false,
+        }
+    }
+}
+
+/// What a search asks for.
+enum Search {
+    All,
+    /// A bucket by id: `bucket_7` finds bucket 7 only (not `bucket_70`).
+    Bucket(u32),
+    Text(String),
+}
+
+impl Search {
+    fn parse(q: &str) -> Search {
+        let q = q.trim().to_lowercase();
+        if q.is_empty() {
+            return Search::All;
+        }
+        match commlens::timeline::input::bucket_number(&q) {
+            Some(n) => Search::Bucket(n),
+            None => Search::Text(q),
+        }
+    }
+}
+
+/// The rows (indices into `collectives.rows`) that pass `filter` and `search`, in `sort`
+/// order (ties by graph position).
+pub fn query(
+    collectives: &Collectives,
+    columns: &[PlanColumns],
+    timeline: &TimelineInput,
+    filter: Option<&Filter>,
+    search: &str,
+    sort: Sort,
+) -> Vec<u32> {
+    let search = Search::parse(search);
+    let empty = PlanColumns::default();
+    let cols = |i: usize| columns.get(i).unwrap_or(&empty);
+    let bucket_number = |c: &PlanColumns| {
+        c.bucket
+            .and_then(|b| timeline.buckets.get(b as usize))
+            .and_then(|b| b.number())
+    };
+    let mut out: Vec<u32> = collectives
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| filter.is_none_or(|f| matches(f, r, cols(*i))))
+        .filter(|(i, r)| match &search {
+            Search::All => true,
+            Search::Bucket(n) => bucket_number(cols(*i)) == Some(*n),
+            Search::Text(q) => {
+                let c = cols(*i);
+                r.name.to_lowercase().contains(q)
+                    || r.param
+                        .as_deref()
+                        .is_some_and(|p| p.to_lowercase().contains(q))
+                    || r.tag.as_deref().is_some_and(|t| t.contains(q))
+                    || r.lane.label().contains(q)
+                    || r.role_label().contains(q)
+                    || group_label(r.group.as_deref()).to_lowercase().contains(q)
+                    || c.decisions
+                        .iter()
+                        .any(|(a, why)| why.as_str().contains(q) || a.as_str().contains(q))
+            }
+        })
+        .map(|(i, _)| i as u32)
+        .collect();
+    let rows = &collectives.rows;
+    out.sort_by(|&a, &b| {
+        let (ra, rb) = (&rows[a as usize], &rows[b as usize]);
+        let (ca, cb) = (cols(a as usize), cols(b as usize));
+        let o = match sort.col {
+            Col::Pos => ra.node.cmp(&rb.node),
+            Col::Name => ra.name.cmp(&rb.name),
+            Col::Role => {
+                (ra.role_label(), ra.source_label()).cmp(&(rb.role_label(), rb.source_label()))
+            }
+            Col::Kind => ra.lane.cmp(&rb.lane),
+            Col::Group => ra.group.cmp(&rb.group),
+            Col::Param => ra.param.cmp(&rb.param),
+            Col::Bytes => ra.bytes.cmp(&rb.bytes),
+            // By bucket number (bucket_9 before bucket_10); rows in no bucket last.
+            Col::Bucket => {
+                let key = |c: &PlanColumns| (c.bucket.is_none(), c.bucket);
+                key(ca).cmp(&key(cb))
+            }
+            Col::Decision => ca.decisions.first().cmp(&cb.decisions.first()),
+        };
+        let o = if sort.desc { o.reverse() } else { o };
+        o.then(ra.node.cmp(&rb.node))
+    });
+    out
+}
+
+/// The graph range that shows a bucket whole: its window and its members' launches.
+pub fn bucket_range(b: &commlens::timeline::BucketIn) -> (f64, f64) {
+    let (s, e) = b.window();
+    let lo = b.members.iter().map(|m| m.node).min().unwrap_or(s).min(s);
+    let hi = b.members.iter().map(|m| m.node).max().unwrap_or(e).max(e);
+    (lo as f64, hi as f64 + 1.0)
+}
+
+/// Whether `role` is the label of collectives without one.
+pub fn is_unclassified(role: &str) -> bool {
+    role == UNCLASSIFIED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_parse_or_say_why_not() {
+        assert_eq!(parse_count("", 1), Ok(None));
+        assert_eq!(parse_count(" 4096 ", 1), Ok(Some(4096)));
+        assert_eq!(parse_count("1e3", 1), Ok(Some(1000)));
+        assert_eq!(parse_count("4_096", 1), Ok(Some(4096)));
+        assert_eq!(parse_count("4,096", 1), Ok(Some(4096)));
+        assert_eq!(parse_count("64KiB", 1), Ok(Some(65536)));
+        assert_eq!(parse_count("2 MB", 1), Ok(Some(2_000_000)));
+        assert_eq!(parse_count("0", 0), Ok(Some(0)));
+        for (text, minimum, needle) in [
+            ("-5", 0, "negative"),
+            ("0", 1, "too small"),
+            ("1.5", 0, "whole"),
+            ("abc", 0, "not a number"),
+            ("1e30", 0, "too large"),
+            ("inf", 0, "not a number"),
+        ] {
+            let e = parse_count(text, minimum).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    fn graph(dump: &str) -> Graph {
+        Graph::new(commlens::read_dump(dump.as_bytes()).expect("dump"))
+    }
+
+    #[test]
+    fn module_plans_are_checked_by_the_core() {
+        let g = graph(
+            r#"{"format": "commlens.graph", "version": 1,
+                "modules": [{"fqn": "", "type": "M"}, {"fqn": "a", "type": "x.Block"}, {"fqn": "a.b", "type": "L"}],
+                "nodes": [{"name": "x", "op": "placeholder", "target": "x"}]}"#,
+        );
+        assert_eq!(plans_problem(&g, &PlansMode::Explicit("a".into())), None);
+        let dup = plans_problem(&g, &PlansMode::Explicit("a\na".into())).unwrap();
+        assert!(dup.contains("Overlapping"), "{dup}");
+        let missing = plans_problem(&g, &PlansMode::Explicit("zzz".into())).unwrap();
+        assert!(missing.contains("does not exist"), "{missing}");
+        assert!(plans_problem(&g, &PlansMode::Explicit(" \n ".into())).is_some());
+        assert_eq!(plans_problem(&g, &PlansMode::Blocks("Block".into())), None);
+        assert!(plans_problem(&g, &PlansMode::Blocks("".into())).is_some());
+        assert_eq!(plans_problem(&g, &PlansMode::Parents), None);
+    }
+
+    fn example() -> (Loaded, Planned) {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/llama_fsdp.json.gz"
+        ))
+        .unwrap();
+        let planner: Planner<Rc<Graph>> = commlens::planner::read_prepared(&bytes).unwrap();
+        let graph = planner.graph_holder().clone();
+        let collectives = Collectives::classify(&graph);
+        let base = Rc::new(base_overview(&collectives));
+        let loaded = Loaded {
+            label: "llama".into(),
+            source: None,
+            graph,
+            planner: Rc::new(planner),
+            collectives: Shared::new(collectives),
+            base,
+            bytes: bytes.len(),
+        };
+        let settings = Settings {
+            cap_bytes: Some(6000),
+            ..Settings::default()
+        };
+        let planned = plan(&loaded, &settings, || 0.0);
+        (loaded, planned)
+    }
+
+    /// Every overview count is the number of rows its filter keeps (a collective can carry a
+    /// split and a singleton decision: both count, both filter).
+    #[test]
+    fn overview_counts_are_the_rows_their_filters_keep() {
+        let (loaded, planned) = example();
+        let o = &planned.overview;
+        let mut facets: Vec<(Filter, usize)> = Vec::new();
+        facets.extend(o.roles.iter().map(|(r, n)| (Filter::Role(r.clone()), *n)));
+        facets.extend(
+            o.sources
+                .iter()
+                .map(|(s, n)| (Filter::Source(s.clone()), *n)),
+        );
+        facets.extend(o.groups.iter().map(|(g, n)| (Filter::Group(g.clone()), *n)));
+        facets.extend(
+            o.decisions
+                .iter()
+                .map(|((a, r), n)| (Filter::Decision(*a, *r), *n)),
+        );
+        facets.extend(
+            o.diagnostics
+                .iter()
+                .map(|(c, n)| (Filter::Diagnostic(*c), *n)),
+        );
+        assert!(facets.len() > 4);
+        let both = planned
+            .columns
+            .iter()
+            .filter(|c| c.decisions.len() > 1)
+            .count();
+        assert!(
+            both > 0,
+            "the example has collectives with a split and a singleton decision"
+        );
+        for (f, n) in facets {
+            let rows = query(
+                &loaded.collectives,
+                &planned.columns,
+                &planned.timeline,
+                Some(&f),
+                "",
+                Sort::default(),
+            );
+            assert_eq!(rows.len(), n, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_bucket_search_finds_that_bucket_only_and_sorting_by_bucket_is_numeric() {
+        let (loaded, planned) = example();
+        let t = &planned.timeline;
+        let q =
+            |s: &str, sort: Sort| query(&loaded.collectives, &planned.columns, t, None, s, sort);
+        let rows = q("bucket_1", Sort::default());
+        assert!(!rows.is_empty());
+        for i in &rows {
+            let b = planned.columns[*i as usize].bucket.unwrap();
+            assert_eq!(t.buckets[b as usize].short_id(), "bucket_1");
+        }
+        assert!(t.buckets.len() > 11, "bucket_1 and bucket_1x both exist");
+        let sorted = q(
+            "",
+            Sort {
+                col: Col::Bucket,
+                desc: false,
+            },
+        );
+        let numbers: Vec<u32> = sorted
+            .iter()
+            .filter_map(|i| planned.columns[*i as usize].bucket)
+            .map(|b| t.buckets[b as usize].number().unwrap())
+            .collect();
+        assert!(numbers.windows(2).all(|w| w[0] <= w[1]), "{numbers:?}");
+        assert!(q("no such thing", Sort::default()).is_empty());
+    }
+
+    #[test]
+    fn rows_take_group_phase_and_bytes_from_the_core() {
+        let (loaded, planned) = example();
+        for (row, cols) in loaded.collectives.rows.iter().zip(planned.columns.iter()) {
+            let Some(b) = cols.bucket else { continue };
+            let member = planned.timeline.buckets[b as usize]
+                .members
+                .iter()
+                .find(|m| m.node == row.node)
+                .unwrap();
+            assert_eq!(row.bytes, Some(member.size_bytes), "{}", row.name);
+            assert_eq!(
+                row.group.as_deref(),
+                member.group.as_deref(),
+                "{}",
+                row.name
+            );
+            assert_eq!(row.lane, member.lane, "{}", row.name);
+        }
     }
 }

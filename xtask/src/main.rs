@@ -34,6 +34,7 @@ wasm-bindgen (target `web`) and writes target/site/:
   commlens_www.js      the bindings; commlens_www_bg.wasm, the app
   <www/static/*>       static assets, copied as-is when www/static/ exists
   examples/*           the built-in examples from examples/, copied as-is
+  docs/exporter.md     python/README.md; docs/app.md, www/README.md (the first screen links them)
 Runs `wasm-opt -Oz` when wasm-opt is on PATH (skip with --no-opt) and reports the gzipped
 wasm size. Fails when index.html uses absolute or off-site URLs (the site must work from any
 sub-path of a static host).";

@@ -52,7 +52,12 @@ pub fn bindgen(wasm: &Path, out_dir: &Path, out_name: &str, target: BindTarget) 
         .typescript(false)
         .omit_default_module_path(false);
     match target {
-        BindTarget::Web => b.web(true),
+        // The site ships without the function-name and producers sections: they are for
+        // debuggers, and cost the page some 60 KiB of download.
+        BindTarget::Web => b
+            .remove_name_section(true)
+            .remove_producers_section(true)
+            .web(true),
         BindTarget::NodeJs => b.nodejs(true),
     }
     .ctx("wasm-bindgen")?;
@@ -95,6 +100,16 @@ pub fn build(opt: bool) -> Res<PathBuf> {
             util::copy_dir(&static_dir, &staging)?
         ));
     }
+    // The guides the first screen links to: the exporter's and the app's READMEs.
+    let docs = staging.join("docs");
+    std::fs::create_dir_all(&docs).ctx("create the site's docs/")?;
+    for (from, to) in [
+        ("python/README.md", "exporter.md"),
+        ("www/README.md", "app.md"),
+    ] {
+        std::fs::copy(root.join(from), docs.join(to)).ctx(format!("copy {from}"))?;
+    }
+    copied.push("2 guide(s)".into());
     let examples = root.join("examples");
     if examples.is_dir() {
         copied.push(format!(
