@@ -3,10 +3,11 @@
 // the 100k-node timings. Screenshots go to target/artifacts/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  openApp, launchBrowser, REPO, CASES, counts, expected, nativePlan, nextPaint, seq, readDump,
+  openApp, launchBrowser, REPO, CASES, ARTIFACTS, cli, counts, expected, nativePlan, nextPaint, seq, readDump,
   synthDump, dropLarge, chartTexts, overlaps,
 } from './harness.mjs';
 
@@ -236,7 +237,8 @@ test('100k nodes: drop to painted timeline, and re-plan; the whole view says whe
   assert.ok(columns.named >= 3, 'the largest buckets are named');
   const { texts } = await chartTexts(app.page);
   assert.deepEqual(overlaps(texts, 1).map(([a, b]) => `${a.text} × ${b.text}`), [], 'overlapping texts');
-  await app.screenshot('app-100k');
+  await app.screenshot('app-100k-page');
+  await app.page.locator('section.timeline').screenshot({ path: join(ARTIFACTS, 'app-100k.png') });
   assert.ok(Number(nodes) >= 100000);
   assert.ok(load.elements < 20000, `the 100k timeline has ${load.elements} SVG elements`);
   // The budgets (1.5 s, 100 ms) are asserted only when COMMLENS_PERF_STRICT=1: a shared CI
@@ -245,5 +247,46 @@ test('100k nodes: drop to painted timeline, and re-plan; the whole view says whe
     assert.ok(load.app < 1500, `drop → painted ${load.app} ms`);
     for (const r of replans) assert.ok(r.app < 100, `re-plan ${r.app} ms`);
   }
+  app.assertNoErrors();
+});
+
+test('each row\'s group and phase are the classifier\'s (`commlens roles`), where the call and its metadata disagree', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const dumpPath = join(CASES, 'mlp_signature_mutations', 'dump.json');
+  const roles = JSON.parse(execFileSync(cli(), ['roles', dumpPath, '--json']).toString());
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('header');
+  const before = await seq(app);
+  await app.dropFile('.app', { path: dumpPath });
+  await nextPaint(app, before);
+  const rows = await app.page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#collectives tbody tr')].map((r) => [r.children[1].innerText.trim(), { kind: r.children[3].innerText.trim(), group: r.children[4].innerText.trim() }])));
+  assert.equal(Object.keys(rows).length, roles.collectives.length);
+  const differs = roles.collectives.filter((c) => c.group !== readDump(dumpPath).nodes.find((n) => n.name === c.node).meta.comm_group);
+  assert.ok(differs.length >= 2, 'the case has calls whose group is not their metadata\'s');
+  for (const c of roles.collectives) {
+    assert.equal(rows[c.node].group, c.group ?? '(unknown)', `${c.node}: group`);
+    assert.match(rows[c.node].kind, new RegExp(`· ${c.phase}$`), `${c.node}: phase`);
+  }
+  app.assertNoErrors();
+});
+
+test('the table re-renders only when its rows change, not while the chart is zoomed, dragged or hovered', async (t) => {
+  const app = await openApp(t, { path: '?example=llama', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  const renders = () => app.page.evaluate(() => Number(document.querySelector('section.table').getAttribute('data-renders')));
+  await app.page.waitForTimeout(200);
+  const before = await renders();
+  const box = await app.page.locator('#chart svg').boundingBox();
+  await app.page.mouse.move(box.x + box.width / 2, box.y + 80);
+  for (let i = 0; i < 3; i++) await app.page.mouse.wheel(0, -200);
+  await app.page.mouse.down();
+  await app.page.mouse.move(box.x + box.width / 2 - 150, box.y + 80, { steps: 10 });
+  await app.page.mouse.up();
+  await app.page.click('#zoom-out');
+  await app.page.waitForTimeout(400);
+  assert.equal(await renders(), before, 'zooming and dragging the chart left the table alone');
+  const painted = await seq(app);
+  await app.page.fill('#cap', '20000');
+  await nextPaint(app, painted);
+  assert.ok((await renders()) > before, 'a re-plan renders the table again');
   app.assertNoErrors();
 });
