@@ -29,8 +29,10 @@ function snippet() {
 /** A review doc: text, the documented snippet pointing at `path`, more text. */
 async function openHost(t, path, frameWidth = 700) {
   const src = new URL(path, appUrl()).href;
-  const html = snippet().replace(/src="[^"]*"/, `src="${src}"`);
-  assert.notEqual(html, snippet(), 'the snippet has a src to point at the app');
+  // The snippet's starting height is a placeholder: start it wrong, the embed corrects it.
+  const html = snippet().replace(/src="[^"]*"/, `src="${src}"`).replace(/height: \d+px/, 'height: 200px');
+  assert.match(html, new RegExp(`src="${src.replace(/[?.]/g, '\\$&')}"`), 'the snippet has a src to point at the app');
+  assert.match(html, /height: 200px/, 'the snippet starts the frame at a height');
   const doc = `<!doctype html><html><head><meta charset="utf-8"><title>review</title></head>
     <body style="margin:0;font:14px sans-serif">
     <div style="width:${frameWidth}px;margin:20px">
