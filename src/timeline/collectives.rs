@@ -68,8 +68,9 @@ pub struct DiagnosticRow {
 pub struct Collectives {
     /// In graph order.
     pub rows: Vec<CollectiveRow>,
-    /// Graph position → index in `rows`.
-    index: HashMap<u32, usize>,
+    /// Per graph position, the index in `rows` (`u32::MAX`: not a collective). A dense array:
+    /// every re-plan looks up each bucket member here.
+    index: Vec<u32>,
     pub diagnostics: Vec<DiagnosticRow>,
 }
 
@@ -86,7 +87,7 @@ impl Collectives {
                 }
             }
         }
-        let mut strings: HashMap<String, Rc<str>> = HashMap::new();
+        let mut strings: crate::planner::FastMap<String, Rc<str>> = Default::default();
         let mut share = |s: &str| -> Rc<str> {
             if let Some(r) = strings.get(s) {
                 return r.clone();
@@ -97,13 +98,15 @@ impl Collectives {
         };
         let no_codes: Rc<[Code]> = Rc::from(Vec::new());
         let mut rows = Vec::with_capacity(classification.collectives.len());
-        let mut index = HashMap::with_capacity(classification.collectives.len());
+        let mut index = vec![u32::MAX; graph.len()];
         for c in &classification.collectives {
             let node = graph.node(c.node);
             let Ok(position) = u32::try_from(c.node) else {
                 continue;
             };
-            index.insert(position, rows.len());
+            if let Some(slot) = index.get_mut(c.node) {
+                *slot = u32::try_from(rows.len()).unwrap_or(u32::MAX);
+            }
             rows.push(CollectiveRow {
                 node: position,
                 name: Rc::from(c.name.as_str()),
@@ -139,13 +142,15 @@ impl Collectives {
 
     /// The row of a collective start node.
     pub fn get(&self, node: NodeId) -> Option<&CollectiveRow> {
-        let node = u32::try_from(node).ok()?;
-        self.index.get(&node).map(|&i| &self.rows[i])
+        self.rows.get(self.position(u32::try_from(node).ok()?)?)
     }
 
     /// The index in `rows` of a collective start node.
     pub fn position(&self, node: u32) -> Option<usize> {
-        self.index.get(&node).copied()
+        match self.index.get(node as usize) {
+            Some(&i) if i != u32::MAX => Some(i as usize),
+            _ => None,
+        }
     }
 }
 

@@ -5,8 +5,8 @@ use super::collectives::Collectives;
 use super::lane::Lane;
 use crate::graph::Graph;
 use crate::identity::Source;
+use crate::planner::FastMap;
 use crate::planner::{Action, BucketPlan, Reason};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// One collective launch of a bucket.
@@ -99,8 +99,8 @@ pub struct TimelineInput {
     pub node_count: u32,
     pub buckets: Vec<BucketIn>,
     pub decisions: Vec<DecisionIn>,
-    /// Graph position of each bucket member → bucket index.
-    pub bucket_of: HashMap<u32, usize>,
+    /// Per graph position, the bucket holding it (`u32::MAX`: none); see [`Self::bucket_of`].
+    pub bucket_index: Vec<u32>,
     /// Per bucket: the singleton decision's reason, when it is one.
     pub singletons: Vec<Option<Reason>>,
 }
@@ -111,8 +111,8 @@ impl TimelineInput {
     pub fn from_plan(graph: &Graph, plan: &BucketPlan, collectives: &Collectives) -> TimelineInput {
         // Re-planning rebuilds this at every control change: share every repeated string
         // (parameters, groups; names and roles come shared from `collectives`).
-        let mut shared: HashMap<&str, Rc<str>> = HashMap::new();
-        fn share<'p>(map: &mut HashMap<&'p str, Rc<str>>, s: &'p str) -> Rc<str> {
+        let mut shared: FastMap<&str, Rc<str>> = FastMap::default();
+        fn share<'p>(map: &mut FastMap<&'p str, Rc<str>>, s: &'p str) -> Rc<str> {
             map.entry(s).or_insert_with(|| Rc::from(s)).clone()
         }
         let name_of = |id: usize| -> Rc<str> {
@@ -122,12 +122,14 @@ impl TimelineInput {
             }
         };
         let mut buckets = Vec::with_capacity(plan.buckets.len());
-        let mut bucket_of = HashMap::with_capacity(plan.buckets.len() * 2);
+        let mut bucket_index = vec![u32::MAX; graph.len()];
         for b in &plan.buckets {
             let mut members = Vec::with_capacity(b.members.len());
             for c in b.members.iter() {
                 let row = collectives.get(c.launch);
-                bucket_of.insert(c.launch as u32, buckets.len());
+                if let Some(slot) = bucket_index.get_mut(c.launch) {
+                    *slot = buckets.len() as u32;
+                }
                 members.push(CollectiveIn {
                     node: c.launch as u32,
                     name: name_of(c.launch),
@@ -159,7 +161,10 @@ impl TimelineInput {
             .map(|d| {
                 let lane = match d.action {
                     Action::Skip => collectives.get(d.node).map(|r| r.lane),
-                    _ => bucket_of.get(&(d.node as u32)).map(|&b| buckets[b].lane),
+                    _ => bucket_index
+                        .get(d.node)
+                        .filter(|&&b| b != u32::MAX)
+                        .map(|&b| buckets[b as usize].lane),
                 }
                 .or_else(|| collectives.get(d.node).map(|r| r.lane))
                 .unwrap_or_else(|| Lane::of_kind(crate::planner::CollectiveKind::AllGather));
@@ -177,8 +182,10 @@ impl TimelineInput {
             .collect::<Vec<DecisionIn>>();
         let mut singletons = vec![None; buckets.len()];
         for d in decisions.iter().filter(|d| d.action == Action::Singleton) {
-            if let Some(&b) = bucket_of.get(&d.node) {
-                singletons[b] = Some(d.reason);
+            if let Some(&b) = bucket_index.get(d.node as usize) {
+                if let Some(slot) = singletons.get_mut(b as usize) {
+                    *slot = Some(d.reason);
+                }
             }
         }
         TimelineInput {
@@ -186,13 +193,16 @@ impl TimelineInput {
             node_count: graph.len() as u32,
             buckets,
             decisions,
-            bucket_of,
+            bucket_index,
             singletons,
         }
     }
 
     /// The bucket holding a collective.
     pub fn bucket_of(&self, node: u32) -> Option<usize> {
-        self.bucket_of.get(&node).copied()
+        match self.bucket_index.get(node as usize) {
+            Some(&b) if b != u32::MAX => Some(b as usize),
+            _ => None,
+        }
     }
 }

@@ -55,7 +55,7 @@ pub fn bindgen(wasm: &Path, out_dir: &Path, out_name: &str, target: BindTarget) 
         // The site ships without the function-name and producers sections: they are for
         // debuggers, and cost the page some 60 KiB of download.
         BindTarget::Web => b
-            .remove_name_section(true)
+            .remove_name_section(std::env::var_os("COMMLENS_WASM_NAMES").is_none())
             .remove_producers_section(true)
             .web(true),
         BindTarget::NodeJs => b.nodejs(true),

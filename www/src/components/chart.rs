@@ -108,9 +108,13 @@ pub fn chart(props: &ChartProps) -> Html {
     let hint = use_state(|| false);
     let live = use_mut_ref(Live::default);
 
+    // Laid out once the chart's width is known (its first render has no box yet).
     let scene = use_memo(
         (props.timeline.clone(), props.viewport, *width, props.focus),
         |(timeline, viewport, width, focus)| {
+            if *width == 0 {
+                return None;
+            }
             let vp = viewport.unwrap_or_else(|| Viewport::full(timeline.node_count));
             let scene = build_scene_with(
                 timeline,
@@ -121,13 +125,13 @@ pub fn chart(props: &ChartProps) -> Html {
                 },
             );
             let svg = AttrValue::from(render_svg(&scene));
-            (scene, svg)
+            Some(Rc::new((scene, svg)))
         },
     );
     {
         let hint = hint.clone();
         let mut l = live.borrow_mut();
-        l.scene = Some(scene.clone());
+        l.scene = (*scene).clone();
         l.timeline = Some(props.timeline.clone());
         l.on_view = props.on_view.clone();
         l.on_pick = props.on_pick.clone();
@@ -192,7 +196,8 @@ pub fn chart(props: &ChartProps) -> Html {
     {
         let host = host.clone();
         let live = live.clone();
-        use_effect_with(scene.1.clone(), move |_| {
+        let svg = scene.as_ref().as_ref().map(|s| s.1.clone());
+        use_effect_with(svg, move |_| {
             let refocus = live.borrow_mut().refocus.take();
             if let (Some((attr, value)), Some(el)) = (refocus, host.cast::<Element>()) {
                 if let Ok(list) = el.query_selector_all(&format!("[{attr}]")) {
@@ -214,7 +219,16 @@ pub fn chart(props: &ChartProps) -> Html {
     let class = format!("chart-{}", *id);
     let css = highlight_css(&class, props.selected.as_deref(), props.filter.as_ref());
     let n = props.timeline.node_count;
-    let vp = scene.0.viewport;
+    let vp = scene
+        .as_ref()
+        .as_ref()
+        .map(|s| s.0.viewport)
+        .unwrap_or_else(|| {
+            props
+                .viewport
+                .unwrap_or_else(|| Viewport::full(n))
+                .clamped(n)
+        });
     let zoom = {
         let on_view = props.on_view.clone();
         move |factor: f64| {
@@ -243,7 +257,7 @@ pub fn chart(props: &ChartProps) -> Html {
     } else {
         "wheel or +/− to zoom, drag or ←/→ to pan, Tab to a bar and Enter for details"
     };
-    let drawn = *width > 0;
+    let drawn = scene.as_ref().as_ref().map(|s| s.1.clone());
     // The app's one chart keeps the toolbar ids links and scripts know; other instances
     // (a compared plan's) have none.
     let tool_id = |name: &'static str| props.dom_id.as_ref().map(|_| AttrValue::Static(name));
@@ -264,7 +278,7 @@ pub fn chart(props: &ChartProps) -> Html {
                     aria-roledescription="timeline"
                     aria-label={format!("{}: use + and − to zoom, the arrow keys to pan, Tab to reach each mark, Enter to open it", props.title)}
                     data-armed={live.borrow().armed.to_string()}>
-                    if drawn { { Html::from_html_unchecked(scene.1.clone()) } }
+                    if let Some(svg) = drawn { { Html::from_html_unchecked(svg) } }
                     if *hint {
                         <div class="wheel-hint" role="status">{"Click the chart (or hold Ctrl) to zoom with the wheel"}</div>
                     }
