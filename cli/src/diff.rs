@@ -1,0 +1,47 @@
+//! `commlens diff BEFORE AFTER [--args-before ARGS.json] [--args-after ARGS.json] [--json]`:
+//! what changed between two bucket plans. Each side is a dump (planned with its arguments) or
+//! a plan report; the library tells them apart by content.
+
+use crate::{read_file, write_output, CliError};
+use commlens::diff::{read_side, PlanDiff, PlanSide};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plan before: a graph dump (JSON or gzip) or a plan report (`BucketPlan.to_dict()`).
+    #[arg(value_name = "BEFORE")]
+    before: String,
+    /// The plan after: a graph dump or a plan report (it may be the same dump as BEFORE, with
+    /// other arguments).
+    #[arg(value_name = "AFTER")]
+    after: String,
+    /// Planner arguments for BEFORE when it is a dump (the `plan --args` format).
+    #[arg(long, value_name = "ARGS.json")]
+    args_before: Option<String>,
+    /// Planner arguments for AFTER when it is a dump.
+    #[arg(long, value_name = "ARGS.json")]
+    args_after: Option<String>,
+    /// Write the stable JSON form (`"format": "commlens.plan-diff"`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads one side; errors name the file.
+fn side(path: &str, args: Option<&str>) -> Result<PlanSide, CliError> {
+    let bytes = read_file(path)?;
+    let args_bytes = args.map(read_file).transpose()?;
+    read_side(&bytes, args_bytes.as_deref()).map_err(|e| CliError::Failed(format!("{path}: {e}")))
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let before = side(&args.before, args.args_before.as_deref())?;
+    let after = side(&args.after, args.args_after.as_deref())?;
+    let diff = PlanDiff::new(before, after);
+    let text = if args.json {
+        diff.to_json()
+    } else {
+        diff.to_text()
+    };
+    write_output(None, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
