@@ -122,7 +122,7 @@ impl PlanSide {
                     .map(|m| CollectiveKey {
                         kind: m.kind.0,
                         param_name: Arc::from(m.param_name),
-                        state_idx: m.state_idx,
+                        state_idx: m.state_idx.0,
                     })
                     .collect();
                 (b.bucket_id, members)
@@ -179,7 +179,24 @@ struct BucketIn {
 struct MemberIn {
     kind: Named<CollectiveKind>,
     param_name: String,
-    state_idx: i128,
+    state_idx: StateIdx,
+}
+
+/// A member's `state_idx`: a JSON integer (`1.0` is not one, as Python's `int` is not `float`).
+struct StateIdx(i128);
+
+impl<'de> Deserialize<'de> for StateIdx {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let number = serde_json::Number::deserialize(deserializer)?;
+        number
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| number.as_u64().map(i128::from))
+            .map(StateIdx)
+            .ok_or_else(|| {
+                de::Error::custom(format!("state_idx must be an integer, found {number}"))
+            })
+    }
 }
 
 #[derive(serde::Deserialize)]
