@@ -450,8 +450,12 @@ pub fn validate_reports<E>(
                 None,
             )
         } else {
+            // Where both reports hold the group's digest and buckets, the buckets say where
+            // the digests part.
             let layouts = match (&first.layouts, &report.layouts) {
-                (Some(a), Some(b)) => Some(compare_layouts(a, b)),
+                (Some(a), Some(b)) if first_digest.is_some() && digests.value.is_some() => {
+                    Some(compare_layouts(a, b))
+                }
                 _ => None,
             };
             (
@@ -740,12 +744,16 @@ impl ValidationError {
                     }
                     _ => show_opt(v),
                 };
+                let has = |v: &Option<PyValue>| match v {
+                    Some(_) => format!("has {key} = {}", value(v)),
+                    None => format!("has no {key}"),
+                };
                 let mut text = format!(
-                    "Bucket plans disagree for group {group}: {} has {key} = {}, but {}, the first listed, has {}",
+                    "Bucket plans disagree for group {group}: {} {}, but {}, the first listed, {}",
                     report.describe(),
-                    value(&values.1),
+                    has(&values.1),
                     reference.describe(),
-                    value(&values.0),
+                    has(&values.0),
                 );
                 match layouts {
                     Some(LayoutComparison::Differ(d)) => {
