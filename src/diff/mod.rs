@@ -19,7 +19,8 @@ mod render;
 pub use read::{read_side, SideError};
 pub use render::{DIFF_FORMAT, DIFF_VERSION};
 
-use crate::planner::{Action, CollectiveKind, FastMap, Reason};
+use crate::planner::{Action, BucketId, CollectiveKind, FastMap, Reason};
+use std::fmt;
 use std::sync::Arc;
 
 /// A collective across plans: `(kind, param_name, state_idx)`.
@@ -34,10 +35,40 @@ pub struct CollectiveKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SideBucket {
     /// `None` when a report's bucket has no string id.
-    pub id: Option<String>,
+    pub id: Option<BucketLabel>,
     pub start: usize,
     pub end: usize,
 }
+
+/// A bucket's id: a plan's (written out only when shown: a plan of a large graph has
+/// hundreds of thousands of buckets), or a report's text.
+#[derive(Clone, Debug)]
+pub enum BucketLabel {
+    Plan(BucketId),
+    Text(String),
+}
+
+impl fmt::Display for BucketLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BucketLabel::Plan(id) => id.fmt(f),
+            BucketLabel::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// Labels are equal when they read the same, wherever they came from.
+impl PartialEq for BucketLabel {
+    fn eq(&self, other: &BucketLabel) -> bool {
+        match (self, other) {
+            (BucketLabel::Plan(a), BucketLabel::Plan(b)) => a == b,
+            (BucketLabel::Text(a), BucketLabel::Text(b)) => a == b,
+            _ => self.to_string() == other.to_string(),
+        }
+    }
+}
+
+impl Eq for BucketLabel {}
 
 /// One planner decision, as the report writes it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -64,39 +95,38 @@ pub struct PlanSide {
 }
 
 impl PlanSide {
-    /// A side from its parts; buckets must cover `members` in order (a bucket's range outside
-    /// `members` is cut to it).
+    /// A side without buckets yet ([`PlanSide::push_bucket`] adds them in plan order).
     pub fn new(
         signature: String,
         mut reason_counts: Vec<(Action, Vec<(Reason, usize)>)>,
-        buckets: Vec<(Option<String>, Vec<CollectiveKey>)>,
         decisions: Vec<DecisionRecord>,
     ) -> PlanSide {
         reason_counts.sort_by_key(|(action, _)| action.as_str());
         for (_, counts) in &mut reason_counts {
             counts.sort_by_key(|(reason, _)| reason.as_str());
         }
-        let mut members = Vec::with_capacity(buckets.iter().map(|(_, m)| m.len()).sum());
-        let mut bucket_of = Vec::with_capacity(members.capacity());
-        let mut sides = Vec::with_capacity(buckets.len());
-        for (index, (id, bucket_members)) in buckets.into_iter().enumerate() {
-            let start = members.len();
-            bucket_of.extend(std::iter::repeat_n(index as u32, bucket_members.len()));
-            members.extend(bucket_members);
-            sides.push(SideBucket {
-                id,
-                start,
-                end: members.len(),
-            });
-        }
         PlanSide {
             signature,
             reason_counts,
-            buckets: sides,
-            members,
+            buckets: Vec::new(),
+            members: Vec::new(),
             decisions,
-            bucket_of,
+            bucket_of: Vec::new(),
         }
+    }
+
+    /// Adds the next bucket of the plan with its members in order.
+    pub fn push_bucket(
+        &mut self,
+        id: Option<BucketLabel>,
+        members: impl IntoIterator<Item = CollectiveKey>,
+    ) {
+        let index = self.buckets.len() as u32;
+        let start = self.members.len();
+        self.members.extend(members);
+        let end = self.members.len();
+        self.bucket_of.resize(end, index);
+        self.buckets.push(SideBucket { id, start, end });
     }
 
     /// The bucket holding member `member`.
@@ -248,37 +278,56 @@ impl PlanDiff {
 /// before with its n-th after) and says how each one's bucket changed.
 fn match_collectives(before: &PlanSide, after: &PlanSide) -> Vec<CollectiveChange> {
     // Identities get ids in sorted order, so walking ids walks the output order and bucket
-    // contents compare as sorted id lists.
-    fn provisional_ids<'a>(
-        side: &'a PlanSide,
-        seen: &mut FastMap<&'a CollectiveKey, u32>,
-        unique: &mut Vec<&'a CollectiveKey>,
-    ) -> Vec<u32> {
+    // contents compare as sorted id lists. Names are hashed once per member and compared only
+    // among distinct names (a parameter has a gather, a backward gather and a reduce-scatter):
+    // string comparisons are what sorting costs, in wasm most of all.
+    let members = before.members.len() + after.members.len();
+    let mut names: FastMap<&str, u32> =
+        FastMap::with_capacity_and_hasher(members / 2, Default::default());
+    let mut distinct: Vec<&str> = Vec::new();
+    let [before_names, after_names] = [before, after].map(|side| {
         side.members
             .iter()
             .map(|key| {
-                *seen.entry(key).or_insert_with(|| {
-                    unique.push(key);
-                    (unique.len() - 1) as u32
+                *names.entry(&key.param_name).or_insert_with(|| {
+                    distinct.push(&key.param_name);
+                    (distinct.len() - 1) as u32
                 })
             })
+            .collect::<Vec<u32>>()
+    });
+    let mut by_name: Vec<u32> = (0..distinct.len() as u32).collect();
+    by_name.sort_unstable_by(|&a, &b| distinct[a as usize].cmp(distinct[b as usize]));
+    let mut name_rank = vec![0u32; distinct.len()];
+    for (position, &id) in by_name.iter().enumerate() {
+        name_rank[id as usize] = position as u32;
+    }
+    // A key in the order of `CollectiveKey`'s `Ord`: kind, name, state index.
+    let sortable = |side: &PlanSide, names: &[u32]| -> Vec<(CollectiveKind, u32, i128)> {
+        side.members
+            .iter()
+            .zip(names)
+            .map(|(key, &name)| (key.kind, name_rank[name as usize], key.state_idx))
             .collect()
-    }
-    let mut seen: FastMap<&CollectiveKey, u32> = FastMap::default();
-    let mut unique: Vec<&CollectiveKey> = Vec::new();
-    let before_provisional = provisional_ids(before, &mut seen, &mut unique);
-    let after_provisional = provisional_ids(after, &mut seen, &mut unique);
-    let mut by_key: Vec<u32> = (0..unique.len() as u32).collect();
-    by_key.sort_unstable_by(|&a, &b| unique[a as usize].cmp(unique[b as usize]));
-    let mut rank = vec![0u32; unique.len()];
-    for (position, &id) in by_key.iter().enumerate() {
-        rank[id as usize] = position as u32;
-    }
-    let ids = |provisional: Vec<u32>| -> Vec<u32> {
-        provisional.into_iter().map(|p| rank[p as usize]).collect()
     };
-    let before_ids = ids(before_provisional);
-    let after_ids = ids(after_provisional);
+    let before_keys = sortable(before, &before_names);
+    let after_keys = sortable(after, &after_names);
+    let mut unique: Vec<(CollectiveKind, u32, i128)> =
+        before_keys.iter().chain(&after_keys).copied().collect();
+    unique.sort_unstable();
+    unique.dedup();
+    let id_of: FastMap<(CollectiveKind, u32, i128), u32> = unique
+        .iter()
+        .enumerate()
+        .map(|(i, &key)| (key, i as u32))
+        .collect();
+    let ids = |keys: &[(CollectiveKind, u32, i128)]| -> Vec<u32> {
+        keys.iter()
+            .map(|key| id_of.get(key).copied().unwrap_or(0))
+            .collect()
+    };
+    let before_ids = ids(&before_keys);
+    let after_ids = ids(&after_keys);
     let before_buckets = BucketContents::new(before, &before_ids);
     let after_buckets = BucketContents::new(after, &after_ids);
     // Members in identity order, occurrences in plan order (a stable sort).
@@ -289,7 +338,8 @@ fn match_collectives(before: &PlanSide, after: &PlanSide) -> Vec<CollectiveChang
     };
     let before_order = order(&before_ids);
     let after_order = order(&after_ids);
-    let mut same_contents: FastMap<(u32, u32), bool> = FastMap::default();
+    let mut same_contents: FastMap<(u32, u32), bool> =
+        FastMap::with_capacity_and_hasher(before.buckets.len(), Default::default());
     let mut out = Vec::with_capacity(before_order.len().max(after_order.len()));
     let (mut i, mut j) = (0, 0);
     while i < before_order.len() || j < after_order.len() {
@@ -377,7 +427,8 @@ fn decision_changes(
     after: &[DecisionRecord],
 ) -> (Vec<usize>, Vec<usize>) {
     fn missing_from(from: &[DecisionRecord], other: &[DecisionRecord]) -> Vec<usize> {
-        let mut available: FastMap<&DecisionRecord, usize> = FastMap::default();
+        let mut available: FastMap<&DecisionRecord, usize> =
+            FastMap::with_capacity_and_hasher(other.len(), Default::default());
         for d in other {
             *available.entry(d).or_default() += 1;
         }

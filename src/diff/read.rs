@@ -4,7 +4,7 @@
 //! recognised by its keys, and everything else goes the way `commlens plan` reads a dump
 //! ([`crate::read_and_plan`]), so a new dump input format accepted there is accepted here.
 
-use super::{CollectiveKey, DecisionRecord, PlanSide};
+use super::{BucketLabel, CollectiveKey, DecisionRecord, PlanSide};
 use crate::graph::Graph;
 use crate::planner::{Action, BucketPlan, CollectiveKind, Reason};
 use crate::PlanFailure;
@@ -66,22 +66,6 @@ impl PlanSide {
     /// The side of a plan in memory (what the app holds after planning).
     pub fn from_plan(plan: &BucketPlan, graph: &Graph) -> PlanSide {
         let name = |id: usize| graph.node(id).name.clone();
-        let buckets = plan
-            .buckets
-            .iter()
-            .map(|bucket| {
-                let members = bucket
-                    .members
-                    .iter()
-                    .map(|m| CollectiveKey {
-                        kind: m.key.kind,
-                        param_name: m.param_name.clone(),
-                        state_idx: m.state_idx,
-                    })
-                    .collect();
-                (Some(bucket.bucket_id.to_string()), members)
-            })
-            .collect();
         let decisions = plan
             .decisions
             .iter()
@@ -92,12 +76,25 @@ impl PlanSide {
                 reason: d.reason,
             })
             .collect();
-        PlanSide::new(
+        let mut side = PlanSide::new(
             plan.signature.clone(),
             plan.summary.reason_counts.clone(),
-            buckets,
             decisions,
-        )
+        );
+        let count = plan.buckets.iter().map(|b| b.members.len()).sum();
+        side.members.reserve_exact(count);
+        side.buckets.reserve_exact(plan.buckets.len());
+        for bucket in &plan.buckets {
+            side.push_bucket(
+                Some(BucketLabel::Plan(bucket.bucket_id.clone())),
+                bucket.members.iter().map(|m| CollectiveKey {
+                    kind: m.key.kind,
+                    param_name: m.param_name.clone(),
+                    state_idx: m.state_idx,
+                }),
+            );
+        }
+        side
     }
 
     /// The side of a plan report (`BucketPlan.to_dict()` JSON, possibly gzip-compressed).
@@ -112,22 +109,6 @@ impl PlanSide {
             bytes
         };
         let report: ReportIn = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        let buckets = report
-            .buckets
-            .into_iter()
-            .map(|b| {
-                let members = b
-                    .members
-                    .into_iter()
-                    .map(|m| CollectiveKey {
-                        kind: m.kind.0,
-                        param_name: Arc::from(m.param_name),
-                        state_idx: m.state_idx.0,
-                    })
-                    .collect();
-                (b.bucket_id, members)
-            })
-            .collect();
         let decisions = report
             .decisions
             .into_iter()
@@ -149,12 +130,18 @@ impl PlanSide {
                 )
             })
             .collect();
-        Ok(PlanSide::new(
-            report.signature,
-            reason_counts,
-            buckets,
-            decisions,
-        ))
+        let mut side = PlanSide::new(report.signature, reason_counts, decisions);
+        for bucket in report.buckets {
+            side.push_bucket(
+                bucket.bucket_id.map(BucketLabel::Text),
+                bucket.members.into_iter().map(|m| CollectiveKey {
+                    kind: m.kind.0,
+                    param_name: Arc::from(m.param_name),
+                    state_idx: m.state_idx.0,
+                }),
+            );
+        }
+        Ok(side)
     }
 }
 

@@ -75,7 +75,8 @@ fn placement_value(side: &PlanSide, member: Option<usize>) -> Value {
     let id = side
         .bucket_of(member)
         .and_then(|b| side.buckets.get(b))
-        .and_then(|b| b.id.clone());
+        .and_then(|b| b.id.as_ref())
+        .map(|id| id.to_string());
     let mut m = Map::new();
     m.insert("bucket_id".into(), json!(id));
     m.insert(
@@ -271,9 +272,12 @@ fn placement_text(side: &PlanSide, member: usize, key: &CollectiveKey) -> String
     let id = side
         .bucket_of(member)
         .and_then(|b| side.buckets.get(b))
-        .and_then(|b| b.id.as_deref())
+        .and_then(|b| b.id.as_ref())
         // Every id of a plan starts with its signature: the bucket's own part tells it apart.
-        .map(|id| printable(id.rsplit(':').next().unwrap_or(id)))
+        .map(|id| {
+            let id = id.to_string();
+            printable(id.rsplit(':').next().unwrap_or(&id))
+        })
         .unwrap_or_else(|| "a bucket".into());
     let with = side.with(member);
     if with.is_empty() {
