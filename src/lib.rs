@@ -8,6 +8,7 @@ pub mod dump;
 pub mod graph;
 pub mod identity;
 pub mod key;
+pub mod ops;
 pub mod planner;
 pub mod pyjson;
 pub mod signature;
