@@ -750,6 +750,7 @@ fn base_identity(
         } else {
             None
         },
+        input_placeholder: placeholder,
     };
     (entry, decl, placeholder, recompute_tag)
 }

@@ -274,6 +274,14 @@ impl Detail {
         })
     }
 
+    /// The node a phase rule is anchored at (the first backward node, the gradient seed).
+    pub fn anchor(&self) -> Option<NodeId> {
+        match &self.0 {
+            DetailRepr::PhaseAnchor { anchor, .. } => *anchor,
+            _ => None,
+        }
+    }
+
     /// The all-gather that made the process group an FSDP group, for a group-rule detail.
     pub(crate) fn group_all_gather(&self) -> Option<NodeId> {
         match &self.0 {
@@ -407,6 +415,9 @@ pub struct CollectiveIdentity {
     pub heuristic: Option<(Role, Evidence)>,
     /// The transform that made this node, when recorded.
     pub provenance: Option<Provenance>,
+    /// For an all-gather: the only graph input (placeholder) among its input's ancestors —
+    /// the parameter it gathers — when there is exactly one.
+    pub input_placeholder: Option<NodeId>,
 }
 
 /// A storage release tagged by the FSDP pass (`fsdp_reshard_free*`): not a collective.
