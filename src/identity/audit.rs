@@ -157,11 +157,19 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
         let (status, rule) = if a.transport == Transport::Fused {
             (AuditStatus::Dropped, Some(rules::FUSION))
         } else if *count >= 2 {
-            let rule = a
-                .evidence
-                .as_ref()
-                .map(|e| e.rule)
-                .unwrap_or(rules::BUCKETING);
+            // The many-to-one rule that applied; a node whose members had no role takes its
+            // own verdict, but was still made by that rule.
+            let rule = match a.evidence.as_ref().map(|e| e.rule) {
+                Some(rule @ (rules::BUCKETING | rules::DEDUP)) => rule,
+                _ if a
+                    .provenance
+                    .as_ref()
+                    .is_some_and(|p| p.key == "dedup_rewrite") =>
+                {
+                    rules::DEDUP
+                }
+                _ => rules::BUCKETING,
+            };
             if a.role.is_some() || b.role.is_none() {
                 (AuditStatus::Combined, Some(rule))
             } else {

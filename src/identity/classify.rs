@@ -1104,6 +1104,12 @@ fn settle(
     nodes: Vec<String>,
     diags: &mut Vec<(NodeId, Diagnostic)>,
 ) {
+    if combined.role.is_none() && combined.dropped.is_none() && declared.is_none() {
+        // No member had a role and the node declares none: the rule has nothing to carry, and
+        // the node's own structural verdict decides (precedence, later), as Inductor would
+        // judge the new node.
+        return;
+    }
     let producer = transform::producer_name(kind, prov);
     let rule = kind.rule();
     if let Some(reason) = &combined.dropped {

@@ -327,11 +327,10 @@ impl Detail {
                 match *rule {
                     phase_rules::COMM_TYPE => "the comm_type tag names the phase".into(),
                     phase_rules::AUTOGRAD_BACKWARD => "meta[\"autograd_backward\"] is set".into(),
-                    phase_rules::BACKWARD_INPUT => format!(
-                        "depends on the backward input {} (tangents or partitioner_tag \
-                         is_backward)",
-                        name(anchor)
-                    ),
+                    phase_rules::BACKWARD_INPUT => "depends on a backward input (a tangents \
+                                                    placeholder or one tagged partitioner_tag \
+                                                    is_backward)"
+                        .into(),
                     phase_rules::AFTER_FIRST_BACKWARD => format!(
                         "stands after {}, the first node flagged autograd_backward",
                         name(anchor)
