@@ -134,7 +134,7 @@ impl Planned {
         }
         text.push_str(&planner::report::plan_to_text(&self.plan, &self.graph));
         if let Some(note) = &self.note {
-            text.push_str("\n");
+            text.push('\n');
             text.push_str(note);
             text.push('\n');
         }
