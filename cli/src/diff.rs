@@ -1,9 +1,11 @@
-//! `commlens diff BEFORE AFTER [--args-before ARGS.json] [--args-after ARGS.json] [--json]`:
+//! `commlens diff BEFORE AFTER [--args-before ARGS.json] [--args-after ARGS.json]
+//! [--tags dump|roles] [--json]`:
 //! what changed between two bucket plans. Each side is a dump (planned with its arguments) or
 //! a plan report; the library tells them apart by content.
 
 use crate::{read_file, write_output, CliError};
-use commlens::diff::{read_side, PlanDiff, PlanSide};
+use commlens::diff::{read_side_with, PlanDiff, PlanSide};
+use commlens::TagMode;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -21,21 +23,26 @@ pub struct Args {
     /// Planner arguments for AFTER when it is a dump.
     #[arg(long, value_name = "ARGS.json")]
     args_after: Option<String>,
+    /// Where a dump's FSDP tags come from: `dump` (as written) or `roles` (derived from
+    /// semantic roles, for graphs without tags), as in `plan --tags`.
+    #[arg(long, value_name = "dump|roles", default_value = "dump", value_parser = crate::plan::tag_mode)]
+    tags: TagMode,
     /// Write the stable JSON form (`"format": "commlens.plan-diff"`) instead of text.
     #[arg(long)]
     json: bool,
 }
 
 /// Reads one side; errors name the file.
-fn side(path: &str, args: Option<&str>) -> Result<PlanSide, CliError> {
+fn side(path: &str, args: Option<&str>, tags: TagMode) -> Result<PlanSide, CliError> {
     let bytes = read_file(path)?;
     let args_bytes = args.map(read_file).transpose()?;
-    read_side(&bytes, args_bytes.as_deref()).map_err(|e| CliError::Failed(format!("{path}: {e}")))
+    read_side_with(&bytes, args_bytes.as_deref(), tags)
+        .map_err(|e| CliError::Failed(format!("{path}: {e}")))
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let before = side(&args.before, args.args_before.as_deref())?;
-    let after = side(&args.after, args.args_after.as_deref())?;
+    let before = side(&args.before, args.args_before.as_deref(), args.tags)?;
+    let after = side(&args.after, args.args_after.as_deref(), args.tags)?;
     let diff = PlanDiff::new(before, after);
     let text = if args.json {
         diff.to_json()

@@ -115,3 +115,25 @@ fn bad_inputs_name_the_file() {
     );
     assert_eq!(run(&["diff", &report]).status.code(), Some(2));
 }
+
+#[test]
+fn tags_from_roles_apply_to_dump_sides() {
+    let dump = case("mlp_default", "dump.json");
+    let out = run(&["diff", &dump, &dump, "--tags", "roles", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diff: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(diff["same_graph"], true);
+    let collectives = diff["collectives"].as_array().unwrap();
+    assert!(!collectives.is_empty());
+    assert!(collectives.iter().all(|c| c["change"] == "same"));
+    assert_eq!(
+        run(&["diff", &dump, &dump, "--tags", "inferred"])
+            .status
+            .code(),
+        Some(2)
+    );
+}

@@ -2,12 +2,12 @@
 //!
 //! [`read_side`] is the one place where diff input bytes are told apart: a plan report is
 //! recognised by its keys, and everything else goes the way `commlens plan` reads a dump
-//! ([`crate::read_and_plan`]), so a new dump input format accepted there is accepted here.
+//! ([`crate::read_and_plan_with`]), so a new dump input format accepted there is accepted here.
 
 use super::{BucketLabel, CollectiveKey, DecisionRecord, PlanSide};
 use crate::graph::Graph;
 use crate::planner::{Action, BucketPlan, CollectiveKind, Reason};
-use crate::PlanFailure;
+use crate::{PlanFailure, TagMode};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::collections::HashMap;
 use std::fmt;
@@ -49,6 +49,16 @@ impl std::error::Error for SideError {}
 /// gzip-compressed) as it is, or a dump planned with `args_json` (or its own arguments), as
 /// `commlens plan` would.
 pub fn read_side(bytes: &[u8], args_json: Option<&[u8]>) -> Result<PlanSide, SideError> {
+    read_side_with(bytes, args_json, TagMode::Dump)
+}
+
+/// [`read_side`], a dump's FSDP tags taken as `tags` says (`commlens diff --tags`; a report
+/// is already planned).
+pub fn read_side_with(
+    bytes: &[u8],
+    args_json: Option<&[u8]>,
+    tags: TagMode,
+) -> Result<PlanSide, SideError> {
     match sniff(bytes) {
         Sniffed::Report => match args_json {
             Some(_) => Err(SideError::ArgsForReport),
@@ -56,8 +66,9 @@ pub fn read_side(bytes: &[u8], args_json: Option<&[u8]>) -> Result<PlanSide, Sid
         },
         Sniffed::FailedPlan => Err(SideError::FailedPlan(failed_plan_message(bytes))),
         Sniffed::Other => {
-            let (graph, plan) = crate::read_and_plan(bytes, args_json).map_err(SideError::Dump)?;
-            Ok(PlanSide::from_plan(&plan, &graph))
+            let planned =
+                crate::read_and_plan_with(bytes, args_json, tags).map_err(SideError::Dump)?;
+            Ok(PlanSide::from_plan(&planned.plan, &planned.graph))
         }
     }
 }
