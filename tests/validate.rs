@@ -59,7 +59,7 @@ fn check_explanation(e: &ValidationError) {
     assert_eq!(json["error"], json!("ValueError"));
     assert_eq!(json["message"], json!(e.message));
     assert_eq!(json["explanation"], json!(text));
-    if !matches!(e.finding, Finding::NoReports) {
+    if !matches!(*e.finding, Finding::NoReports) {
         let file = json["file"].as_str().expect("a finding names a file");
         assert!(text.contains(file), "{text:?} does not name {file}");
     }

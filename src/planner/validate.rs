@@ -21,7 +21,7 @@ use std::fmt;
 pub struct ValidationError {
     pub message: String,
     pub group: String,
-    pub finding: Finding,
+    pub finding: Box<Finding>,
 }
 
 impl fmt::Display for ValidationError {
@@ -55,7 +55,9 @@ impl Field {
     }
 }
 
-/// What exactly is wrong.
+/// What exactly is wrong. (Made once per validation, and boxed in [`ValidationError`]: the
+/// variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Finding {
     /// No reports at all.
@@ -105,7 +107,7 @@ pub enum LayoutComparison {
     /// collective of the group, skipped ones included), which reports hold only as the digest.
     Agree,
     /// The first difference.
-    Differ(LayoutDifference),
+    Differ(Box<LayoutDifference>),
 }
 
 /// Where two reports' buckets for a group first differ.
@@ -338,7 +340,7 @@ pub fn validate_reports<E>(
         Failure::Invalid(ValidationError {
             message,
             group: group.to_string(),
-            finding,
+            finding: Box::new(finding),
         })
     };
     let order = compared_order(entries);
@@ -482,14 +484,14 @@ pub fn validate_reports<E>(
 fn compare_layouts(reference: &[BucketLayout], report: &[BucketLayout]) -> LayoutComparison {
     for (i, (a, b)) in reference.iter().zip(report).enumerate() {
         let difference = |member, field: String, values| {
-            LayoutComparison::Differ(LayoutDifference {
+            LayoutComparison::Differ(Box::new(LayoutDifference {
                 bucket: i,
                 bucket_ids: (a.id.clone(), b.id.clone()),
                 member: Some(member),
                 field,
                 values,
                 sizes: (a.members.len(), b.members.len()),
-            })
+            }))
         };
         for (m, (x, y)) in a.members.iter().zip(&b.members).enumerate() {
             if let Some((field, values)) = first_member_difference(x, y) {
@@ -508,14 +510,14 @@ fn compare_layouts(reference: &[BucketLayout], report: &[BucketLayout]) -> Layou
     if reference.len() != report.len() {
         let common = reference.len().min(report.len());
         let id = |layouts: &[BucketLayout]| layouts.get(common).and_then(|b| b.id.clone());
-        return LayoutComparison::Differ(LayoutDifference {
+        return LayoutComparison::Differ(Box::new(LayoutDifference {
             bucket: common,
             bucket_ids: (id(reference), id(report)),
             member: None,
             field: "buckets".into(),
             values: (None, None),
             sizes: (reference.len(), report.len()),
-        });
+        }));
     }
     LayoutComparison::Agree
 }
@@ -652,7 +654,7 @@ impl ValidationError {
     /// buckets first differ. Values are written as JSON (`null`, never Python's `None`).
     pub fn explain(&self) -> String {
         let group = clip(&self.group, 120);
-        match &self.finding {
+        match self.finding.as_ref() {
             Finding::NoReports => {
                 "No rank reports supplied: give one report per rank of the group".to_string()
             }
@@ -783,7 +785,7 @@ impl ValidationError {
         let mut layouts = Value::Null;
         let mut first_difference = Value::Null;
         let pair = |v: &(Option<PyValue>, Option<PyValue>)| json!({"reference": opt_json(&v.0), "report": opt_json(&v.1)});
-        match &self.finding {
+        match self.finding.as_ref() {
             Finding::NoReports => finding = "no_reports",
             Finding::UnknownGroup {
                 reference: r,
