@@ -438,3 +438,15 @@ fn a_gzip_report_reads_as_its_json() {
         read_side(&report, None).unwrap()
     );
 }
+
+#[test]
+fn a_side_assembled_by_hand_never_panics() {
+    // Members outside every bucket (pushed past `push_bucket`) compare as bucketless.
+    let mut side = side_from_report(&case("mlp_default"));
+    let extra = side.members[0].clone();
+    side.members.push(extra);
+    let diff = PlanDiff::new(side.clone(), side_from_report(&case("mlp_capacity")));
+    assert!(!diff.to_json().is_empty() && !diff.to_text().is_empty());
+    let diff = PlanDiff::new(side_from_report(&case("mlp_capacity")), side);
+    assert!(!diff.to_json().is_empty() && !diff.to_text().is_empty());
+}

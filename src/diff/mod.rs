@@ -366,7 +366,11 @@ fn match_collectives(before: &PlanSide, after: &PlanSide) -> Vec<CollectiveChang
             let a = (k < after_run).then(|| after_order[j + k] as usize);
             let change = match (b, a) {
                 (Some(b), Some(a)) => {
-                    let pair = (before.bucket_of[b], after.bucket_of[a]);
+                    // (A member outside every bucket compares as an empty bucket.)
+                    let bucket = |side: &PlanSide, m: usize| {
+                        side.bucket_of.get(m).copied().unwrap_or(u32::MAX)
+                    };
+                    let pair = (bucket(before, b), bucket(after, a));
                     let same = *same_contents
                         .entry(pair)
                         .or_insert_with(|| before_buckets.get(pair.0) == after_buckets.get(pair.1));

@@ -4,7 +4,7 @@
 //      reports mixed): the wasm `plan_diff` prints byte for byte what `commlens diff` prints,
 //      as text and as JSON;
 //   2. scale: a synthetic 100k-node dump planned two ways, the diff of the two plans timed in
-//      wasm as the app computes it (sides from the plans, then the comparison; best of 7). It must
+//      wasm as the app computes it (sides from the plans, then the comparison; best of 15). It must
 //      stay under the browser budget of 200 ms.
 // Usage: node tests/wasm/diff.mjs   (COMMLENS_SHARED, COMMLENS_BIN, COMMLENS_WASM_NODE as for
 // conformance.mjs; COMMLENS_DIFF_NODES sets the scale size, 0 skips it)
@@ -90,11 +90,11 @@ if (nodes > 0) {
     let t = performance.now();
     const pair = new PlanPair(bytes, undefined, args);
     const planned = performance.now() - t;
-    // Best of 7 of the whole diff (sides, then comparison), with its two steps.
+    // Best of 15 of the whole diff (sides, then comparison), with its two steps.
     let best = Infinity;
     let steps = '';
     let counts = '';
-    for (let i = 0; i < 7; i++) {
+    for (let i = 0; i < 15; i++) {
       const t0 = performance.now();
       pair.take_sides();
       const t1 = performance.now();
