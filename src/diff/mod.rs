@@ -425,20 +425,36 @@ impl BucketContents {
 }
 
 /// The multiset differences of two decision lists: indices of `before`'s decisions that
-/// `after` lacks, and of `after`'s that `before` lacks, each in order.
+/// `after` lacks, and of `after`'s that `before` lacks, each in order. Each decision is hashed
+/// once (its node names are strings, and hashing them is most of the work, in wasm above all).
 fn decision_changes(
     before: &[DecisionRecord],
     after: &[DecisionRecord],
 ) -> (Vec<usize>, Vec<usize>) {
-    fn missing_from(from: &[DecisionRecord], other: &[DecisionRecord]) -> Vec<usize> {
-        let mut available: FastMap<&DecisionRecord, usize> =
-            FastMap::with_capacity_and_hasher(other.len(), Default::default());
-        for d in other {
-            *available.entry(d).or_default() += 1;
+    let mut classes: FastMap<&DecisionRecord, u32> =
+        FastMap::with_capacity_and_hasher(before.len().max(after.len()), Default::default());
+    let [before_ids, after_ids] = [before, after].map(|decisions| {
+        decisions
+            .iter()
+            .map(|d| {
+                let next = classes.len() as u32;
+                *classes.entry(d).or_insert(next)
+            })
+            .collect::<Vec<u32>>()
+    });
+    let count = |ids: &[u32]| -> Vec<u32> {
+        let mut counts = vec![0u32; classes.len()];
+        for &id in ids {
+            if let Some(n) = counts.get_mut(id as usize) {
+                *n += 1;
+            }
         }
-        from.iter()
+        counts
+    };
+    let missing_from = |ids: &[u32], mut available: Vec<u32>| -> Vec<usize> {
+        ids.iter()
             .enumerate()
-            .filter(|(_, d)| match available.get_mut(d) {
+            .filter(|(_, &id)| match available.get_mut(id as usize) {
                 Some(n) if *n > 0 => {
                     *n -= 1;
                     false
@@ -447,6 +463,9 @@ fn decision_changes(
             })
             .map(|(i, _)| i)
             .collect()
-    }
-    (missing_from(before, after), missing_from(after, before))
+    };
+    (
+        missing_from(&before_ids, count(&after_ids)),
+        missing_from(&after_ids, count(&before_ids)),
+    )
 }
