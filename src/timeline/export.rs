@@ -20,6 +20,8 @@ pub struct ExportSettings {
     /// The planner arguments in the `args.json` format (`commlens plan --args`): what the
     /// user set; a key it lacks falls back to the dump's own.
     pub args: Map<String, Value>,
+    /// Where the FSDP tags came from when not the dump (`roles`: `--tags roles`).
+    pub tags: Option<String>,
     /// The graph positions shown, when it is a picture.
     pub viewport: Option<Viewport>,
     pub width: Option<u32>,
@@ -37,6 +39,9 @@ impl ExportSettings {
             "dump": self.dump,
             "args": Value::Object(self.args.clone()),
         });
+        if let Some(tags) = &self.tags {
+            v["tags"] = json!(tags);
+        }
         if let Some(vp) = self.viewport {
             v["viewport"] = json!({"from": vp.x0, "to": vp.x1});
         }

@@ -13,25 +13,12 @@ use crate::planner::CollectiveKind;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Lane {
     pub phase: PhaseKey,
-    pub transport: TransportKey,
+    pub transport: Transport,
 }
 
 /// [`Phase`] with an order (forward first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PhaseKey(u8);
-
-/// [`Transport`] with an order (gathers, then reductions, then the rest).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TransportKey(u8);
-
-const TRANSPORTS: [Transport; 6] = [
-    Transport::AllGather,
-    Transport::ReduceScatter,
-    Transport::AllReduce,
-    Transport::AllToAll,
-    Transport::Broadcast,
-    Transport::Fused,
-];
 
 impl PhaseKey {
     pub fn of(phase: Phase) -> PhaseKey {
@@ -49,28 +36,11 @@ impl PhaseKey {
     }
 }
 
-impl TransportKey {
-    pub fn of(transport: Transport) -> TransportKey {
-        TransportKey(
-            TRANSPORTS
-                .iter()
-                .position(|t| *t == transport)
-                .unwrap_or(TRANSPORTS.len() - 1) as u8,
-        )
-    }
-    pub fn transport(self) -> Transport {
-        TRANSPORTS
-            .get(self.0 as usize)
-            .copied()
-            .unwrap_or(Transport::Fused)
-    }
-}
-
 impl Lane {
     pub fn new(phase: Phase, transport: Transport) -> Lane {
         Lane {
             phase: PhaseKey::of(phase),
-            transport: TransportKey::of(transport),
+            transport,
         }
     }
 
@@ -89,7 +59,7 @@ impl Lane {
     }
 
     pub fn transport(self) -> Transport {
-        self.transport.transport()
+        self.transport
     }
 
     pub fn backward(self) -> bool {
@@ -104,6 +74,11 @@ impl Lane {
             Transport::AllReduce => "all-reduce",
             Transport::AllToAll => "all-to-all",
             Transport::Broadcast => "broadcast",
+            Transport::Reduce => "reduce",
+            Transport::Gather => "gather",
+            Transport::Scatter => "scatter",
+            Transport::PointToPoint => "send/recv",
+            Transport::Barrier => "barrier",
             Transport::Fused => "fused",
         }
     }
@@ -137,8 +112,5 @@ mod tests {
                 "backward · reduce-scatter"
             ]
         );
-        for t in TRANSPORTS {
-            assert_eq!(TransportKey::of(t).transport(), t);
-        }
     }
 }

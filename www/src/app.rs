@@ -150,6 +150,7 @@ fn export_settings(state: &State, loaded: &Loaded) -> ExportSettings {
             None => loaded.label.clone(),
         },
         args: state.settings.args_json(&loaded.graph),
+        tags: None,
         viewport: None,
         width: None,
         view_url: Some(browser::url_with(
