@@ -583,28 +583,39 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         .focus
         .and_then(|f| visible.iter().find(|v| v.bucket == f).copied());
 
-    // Bars: per lane, the focus first, then buckets launched in view, then windows passing
-    // through; first fit into rows; what does not fit is overflow.
+    // Bars: per lane, buckets launched in view first, then windows passing through; first fit
+    // into rows; what does not fit is overflow. The focus keeps the row it would have, unless
+    // it would not be drawn: then the lane is packed again with it first.
     let mut packed: Vec<Packed> = (0..lane_keys.len()).map(|_| Packed::default()).collect();
     if !dense {
-        let mut order: Vec<&Visible> = visible.iter().collect();
-        order.sort_by(|p, q| {
-            let rank = |v: &Visible| {
-                if Some(v.bucket) == options.focus {
-                    0
-                } else if v.anchor.is_some() {
-                    1
-                } else {
-                    2
-                }
-            };
-            rank(p)
-                .cmp(&rank(q))
-                .then(p.a.total_cmp(&q.a))
-                .then(q.z.total_cmp(&p.z))
-        });
-        for v in order {
-            pack(&mut packed[v.lane], *v);
+        let pack_lanes = |focus_first: Option<usize>| {
+            let mut order: Vec<&Visible> = visible.iter().collect();
+            order.sort_by(|p, q| {
+                let rank = |v: &Visible| {
+                    if Some(v.bucket) == focus_first {
+                        0
+                    } else if v.anchor.is_some() {
+                        1
+                    } else {
+                        2
+                    }
+                };
+                rank(p)
+                    .cmp(&rank(q))
+                    .then(p.a.total_cmp(&q.a))
+                    .then(q.z.total_cmp(&p.z))
+            });
+            let mut packed: Vec<Packed> = (0..lane_keys.len()).map(|_| Packed::default()).collect();
+            for v in order {
+                pack(&mut packed[v.lane], *v);
+            }
+            packed
+        };
+        packed = pack_lanes(None);
+        if let Some(f) = focus {
+            if packed[f.lane].overflow.iter().any(|v| v.bucket == f.bucket) {
+                packed = pack_lanes(Some(f.bucket));
+            }
         }
     } else if let Some(f) = focus {
         pack(&mut packed[f.lane], f);

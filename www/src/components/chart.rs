@@ -397,87 +397,81 @@ fn listen_wheel(el: &HtmlElement, live: Rc<RefCell<Live>>) -> EventListener {
 }
 
 fn listen_mousedown(el: &HtmlElement, live: Rc<RefCell<Live>>) -> EventListener {
-    let el2 = el.clone();
-    EventListener::new_with_options(
-        el,
-        "mousedown",
-        EventListenerOptions::enable_prevent_default(),
-        move |e| {
+    EventListener::new(el, "mousedown", move |e| {
+        let Some(e) = e.dyn_ref::<MouseEvent>() else {
+            return;
+        };
+        if e.button() != 0 {
+            return;
+        }
+        // The press focuses what it lands on, as browsers do (the chart, or the mark, which
+        // shows a focus ring only when reached by keyboard); the chart's text is not
+        // selectable, so a drag selects nothing.
+        let target = e.target().and_then(|t| t.dyn_into::<Element>().ok());
+        let start = {
+            let mut l = live.borrow_mut();
+            l.armed = true;
+            let Some(scene) = l.scene.as_ref() else {
+                return;
+            };
+            scene.0.viewport
+        };
+        live.borrow_mut().drag = Some(Drag {
+            x: e.client_x() as f64,
+            start,
+            current: start,
+            moved: false,
+            target,
+        });
+        // Move and release are followed on the whole window: releasing outside the chart
+        // still ends the drag, and the address bar follows the view.
+        let window = crate::browser::window();
+        let move_live = live.clone();
+        let on_move = EventListener::new(&window, "mousemove", move |e| {
             let Some(e) = e.dyn_ref::<MouseEvent>() else {
                 return;
             };
-            if e.button() != 0 {
-                return;
-            }
-            let target = e.target().and_then(|t| t.dyn_into::<Element>().ok());
-            // Buttons of the toolbar are outside the host; inside, a press starts a drag.
-            e.prevent_default();
-            let _ = el2.focus();
-            let start = {
-                let mut l = live.borrow_mut();
-                l.armed = true;
-                let Some(scene) = l.scene.as_ref() else {
+            let next = {
+                let l = move_live.borrow();
+                let Some(d) = l.drag.as_ref() else { return };
+                let dx = e.client_x() as f64 - d.x;
+                if !d.moved && dx.abs() < 4.0 {
                     return;
-                };
-                scene.0.viewport
-            };
-            live.borrow_mut().drag = Some(Drag {
-                x: e.client_x() as f64,
-                start,
-                current: start,
-                moved: false,
-                target,
-            });
-            // Move and release are followed on the whole window: releasing outside the chart
-            // still ends the drag, and the address bar follows the view.
-            let window = crate::browser::window();
-            let move_live = live.clone();
-            let on_move = EventListener::new(&window, "mousemove", move |e| {
-                let Some(e) = e.dyn_ref::<MouseEvent>() else {
-                    return;
-                };
-                let next = {
-                    let l = move_live.borrow();
-                    let Some(d) = l.drag.as_ref() else { return };
-                    let dx = e.client_x() as f64 - d.x;
-                    if !d.moved && dx.abs() < 4.0 {
-                        return;
-                    }
-                    d.start.pan(-dx * positions_per_px(&l), node_count(&l))
-                };
-                let on_view = {
-                    let mut l = move_live.borrow_mut();
-                    if let Some(d) = l.drag.as_mut() {
-                        d.moved = true;
-                        d.current = next;
-                    }
-                    l.on_view.clone()
-                };
-                on_view.emit((Some(next), false));
-            });
-            let up_live = live.clone();
-            let on_up = EventListener::new(&window, "mouseup", move |e| {
-                let client_x = e
-                    .dyn_ref::<MouseEvent>()
-                    .map_or(0.0, |m| m.client_x() as f64);
-                let (drag, on_view) = {
-                    let mut l = up_live.borrow_mut();
-                    let drag = l.drag.take();
-                    (drag, l.on_view.clone())
-                };
-                // Listeners go after this handler returns (they cannot drop themselves).
-                let later = up_live.clone();
-                crate::browser::set_timeout(0, move || later.borrow_mut().drag_listeners.clear());
-                let Some(d) = drag else { return };
-                if d.moved {
-                    on_view.emit((Some(d.current), true));
-                } else if let Some(t) = d.target {
-                    activate(&up_live, &t, client_x, false);
                 }
-            });
-            live.borrow_mut().drag_listeners = vec![on_move, on_up];
-        },
-    )
+                d.start.pan(-dx * positions_per_px(&l), node_count(&l))
+            };
+            let on_view = {
+                let mut l = move_live.borrow_mut();
+                if let Some(d) = l.drag.as_mut() {
+                    d.moved = true;
+                    d.current = next;
+                }
+                l.on_view.clone()
+            };
+            on_view.emit((Some(next), false));
+        });
+        let up_live = live.clone();
+        let on_up = EventListener::new(&window, "mouseup", move |e| {
+            let client_x = e
+                .dyn_ref::<MouseEvent>()
+                .map_or(0.0, |m| m.client_x() as f64);
+            let (drag, on_view) = {
+                let mut l = up_live.borrow_mut();
+                let drag = l.drag.take();
+                (drag, l.on_view.clone())
+            };
+            // Listeners go after this handler returns (they cannot drop themselves).
+            let later = up_live.clone();
+            crate::browser::set_timeout(0, move || later.borrow_mut().drag_listeners.clear());
+            let Some(d) = drag else { return };
+            if d.moved {
+                on_view.emit((Some(d.current), true));
+            } else if let Some(t) = d.target {
+                activate(&up_live, &t, client_x, false);
+            }
+        });
+        live.borrow_mut().drag_listeners = vec![on_move, on_up];
+    })
 }
 
 fn listen_keys(el: &HtmlElement, live: Rc<RefCell<Live>>) -> EventListener {
