@@ -52,7 +52,10 @@ async function openHost(t, path, frameWidth = 700) {
 test('the documented snippet sizes the frame in a plain page; nothing is cut off at 700 px', async (t) => {
   const { app, inner, iframe } = await openHost(t, '?example=llama&embed=timeline');
   // The host's frame follows the content's height.
+  // The host sized the frame before the reader got there (the frame is below the fold)...
   await app.page.waitForFunction(() => document.querySelector('iframe').getBoundingClientRect().height > 300, null, { timeout: 20_000 });
+  // ...and in view (browsers lay out frames out of view lazily) the content fits it exactly.
+  await iframe.scrollIntoViewIfNeeded();
   const settled = async () => {
     const frameH = (await iframe.boundingBox()).height;
     const content = await inner.evaluate(() => ({ scroll: document.documentElement.scrollHeight, inner: innerHeight, width: innerWidth }));

@@ -210,6 +210,25 @@ fn export(state: &State, kind: Export) {
     }
 }
 
+/// The chart's width as index.html's CSS lays it out (the embed's and the main grid's
+/// paddings, the left column), from the window's width alone: the first view is then drawn
+/// once, without waiting for a layout to measure the chart's box (which corrects this guess
+/// if the CSS changes, or a scrollbar takes room).
+fn chart_width_hint(embed: bool) -> u32 {
+    let w = web_sys::window()
+        .and_then(|w| w.inner_width().ok())
+        .and_then(|w| w.as_f64())
+        .unwrap_or(0.0);
+    let chrome = if embed {
+        12.0 // .embed padding 4+4, its section's padding 2+2
+    } else if w > 1000.0 {
+        356.0 // .main padding 14+14, left column 290, gap 12, section padding 12+12, border 1+1
+    } else {
+        54.0 // one column: .main padding 14+14, section padding 12+12, border 1+1
+    };
+    (w - chrome).max(0.0) as u32
+}
+
 /// Writes the paint time of a timed change where the tests and the curious read it.
 fn write_perf(perf: &NodeRef, t: &Timing) {
     let ms = browser::now_ms() - t.started;
@@ -369,7 +388,7 @@ pub fn app() -> Html {
             let chart = html! {
                 <Chart timeline={timeline.clone()} viewport={state.viewport} focus={focus} selected={selected}
                     filter={state.filter.clone()} on_view={on_view.clone()} on_pick={on_pick.clone()} embed={state.embed}
-                    dom_id={AttrValue::Static("chart")}
+                    dom_id={AttrValue::Static("chart")} width_hint={chart_width_hint(state.embed)}
                     title={AttrValue::from(format!("Bucket timeline of {}", loaded.label))} />
             };
             let detail = (state.selection != Selection::None).then(|| html! {

@@ -48,6 +48,10 @@ pub struct ChartProps {
     pub on_pick: Callback<Pick>,
     #[prop_or_default]
     pub embed: bool,
+    /// The width to lay out at before the chart's box is measured (0: wait for it). A good
+    /// guess draws the first view once; a wrong one is corrected when the box is measured.
+    #[prop_or_default]
+    pub width_hint: u32,
     /// An id for the drawing's element (the app's one chart has `chart`).
     #[prop_or_default]
     pub dom_id: Option<AttrValue>,
@@ -104,7 +108,7 @@ const MARKS: &str = "[data-bucket],[data-split],[data-skip],[data-skip-group],[d
 pub fn chart(props: &ChartProps) -> Html {
     let host = use_node_ref();
     let id = use_state(next_id);
-    let width = use_state(|| 0u32);
+    let width = use_state(|| props.width_hint);
     let hint = use_state(|| false);
     let live = use_mut_ref(Live::default);
 
@@ -155,7 +159,10 @@ pub fn chart(props: &ChartProps) -> Html {
             let mut observer = None;
             if let Some(el) = host.cast::<HtmlElement>() {
                 live.borrow_mut().host = Some(el.clone().into());
-                width.set(el.client_width().max(0) as u32);
+                let measured = el.client_width().max(0) as u32;
+                if measured.abs_diff(*width) > 1 {
+                    width.set(measured);
+                }
                 guards.push(listen_wheel(&el, live.clone()));
                 guards.push(listen_mousedown(&el, live.clone()));
                 guards.push(listen_keys(&el, live.clone()));
@@ -306,7 +313,7 @@ fn observe_width(el: &HtmlElement, width: UseStateHandle<u32>) -> Option<Observe
                 return;
             };
             let w = entry.content_rect().width().floor().max(0.0) as u32;
-            if w > 0 && w != *width {
+            if w > 0 && w.abs_diff(*width) > 1 {
                 width.set(w);
             }
         },

@@ -216,7 +216,11 @@ pub fn controls(props: &ControlsProps) -> Html {
     };
     {
         let copied = copied.clone();
-        use_effect_with(props.share_url.clone(), move |_| copied.set(false));
+        use_effect_with(props.share_url.clone(), move |_| {
+            if *copied {
+                copied.set(false);
+            }
+        });
     }
     html! {
         <section class="controls" aria-label="Planner">

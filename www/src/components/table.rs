@@ -30,7 +30,16 @@ pub fn table(props: &TableProps) -> Html {
     let renders = use_mut_ref(|| 0u64);
     *renders.borrow_mut() += 1;
     let sort = use_state(Sort::default);
-    let page = use_state(|| 0usize);
+    // The page, with the filter, search and order it belongs to: a new one starts at page 1
+    // without a second render.
+    let page = use_state(|| {
+        (
+            0usize,
+            None::<Filter>,
+            AttrValue::default(),
+            Sort::default(),
+        )
+    });
     let rows = use_memo(
         (
             props.collectives.clone(),
@@ -51,24 +60,23 @@ pub fn table(props: &TableProps) -> Html {
             )
         },
     );
-    // A new order, filter or search starts at page 1.
-    {
+    let key = (props.filter.clone(), props.search.clone(), *sort);
+    let same_view = page.1 == key.0 && page.2 == key.1 && page.3 == key.2;
+    let set_page = {
         let page = page.clone();
-        use_effect_with(
-            (props.filter.clone(), props.search.clone(), *sort),
-            move |_| page.set(0),
-        );
-    }
+        let key = key.clone();
+        move |n: usize| page.set((n, key.0.clone(), key.1.clone(), key.2))
+    };
     // The selection's row is shown.
     {
-        let page = page.clone();
+        let set_page = set_page.clone();
         let rows = rows.clone();
         let collectives = props.collectives.clone();
         use_effect_with(props.selected, move |selected| {
             if let Some(node) = selected {
                 if let Some(i) = collectives.position(*node) {
                     if let Some(at) = rows.iter().position(|r| *r as usize == i) {
-                        page.set(at / PAGE);
+                        set_page(at / PAGE);
                     }
                 }
             }
@@ -76,7 +84,7 @@ pub fn table(props: &TableProps) -> Html {
     }
     let total = rows.len();
     let pages = total.div_ceil(PAGE).max(1);
-    let current = (*page).min(pages - 1);
+    let current = if same_view { page.0.min(pages - 1) } else { 0 };
     let th = |c: Col, label: &str| {
         let active = sort.col == c;
         let aria = match (active, sort.desc) {
@@ -105,8 +113,8 @@ pub fn table(props: &TableProps) -> Html {
         })
     };
     let go = |to: usize| {
-        let page = page.clone();
-        Callback::from(move |_: MouseEvent| page.set(to))
+        let set_page = set_page.clone();
+        Callback::from(move |_: MouseEvent| set_page(to))
     };
     let coll = &props.collectives;
     let timeline = &props.timeline;
