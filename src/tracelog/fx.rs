@@ -41,6 +41,8 @@ pub(super) struct ParsedGraph {
     pub nodes: Vec<Node>,
     /// Nodes whose `Annotation:` values were cut, in graph order.
     pub truncated: Vec<String>,
+    /// Nodes whose `Annotation:` is no Python literal (kept as text).
+    pub unreadable: Vec<String>,
     /// Names of submodule graphs printed after the forward (not read).
     pub submodules: Vec<String>,
 }
@@ -94,6 +96,8 @@ impl Names for Table<'_> {
 struct Summary {
     custom: Option<PyValue>,
     truncated: Vec<String>,
+    /// The annotation is no Python literal (a value's `repr` like `<object at 0x..>`).
+    unreadable: bool,
     recompute: Option<String>,
     ac_graph_id: Option<PyValue>,
     backward: bool,
@@ -107,6 +111,7 @@ struct Builder<'s> {
     placeholder_targets: HashMap<&'s str, usize, foldhash::fast::FixedState>,
     summary: Summary,
     truncated: Vec<String>,
+    unreadable: Vec<String>,
 }
 
 /// Reads the code of one graph from its payload lines.
@@ -168,6 +173,7 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
         placeholder_targets: HashMap::default(),
         summary: Summary::default(),
         truncated: Vec::new(),
+        unreadable: Vec::new(),
     };
     let def_indent = indent(def.1);
     b.signature(def).map_err(|e| syntax_error(def, e))?;
@@ -258,6 +264,7 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
     Ok(ParsedGraph {
         nodes: b.nodes,
         truncated: b.truncated,
+        unreadable: b.unreadable,
         submodules,
     })
 }
@@ -427,6 +434,9 @@ impl<'s> Builder<'s> {
         }
         if !self.summary.truncated.is_empty() {
             self.truncated.push(name.to_string());
+        }
+        if self.summary.unreadable {
+            self.unreadable.push(name.to_string());
         }
         let node = Node {
             name: name.to_string(),
@@ -730,7 +740,7 @@ fn summary(comment: &str) -> Result<Summary, Expected> {
                     .unwrap_or(comment.len() - start);
                     let text = comment.get(start..start + end).unwrap_or("");
                     s.custom = Some(PyValue::Opaque(text.to_string()));
-                    s.truncated = vec!["(unreadable annotation)".into()];
+                    s.unreadable = true;
                     c.pos = start + end;
                 }
             },

@@ -553,6 +553,12 @@ impl<'a> TraceLog<'a> {
                 name_list(&parsed.truncated)
             ));
         }
+        if !parsed.unreadable.is_empty() {
+            notes.push(format!(
+                "the `Annotation:` of {} is not made of Python literals; it is kept as text",
+                name_list(&parsed.unreadable)
+            ));
+        }
         if !parsed.submodules.is_empty() {
             notes.push(format!(
                 "the graphs of submodules {} are printed after the graph and are not read",
@@ -583,10 +589,16 @@ impl<'a> TraceLog<'a> {
         }
         if self.unreadable.0 > 0 {
             notes.push(format!(
-                "{} line{} of the log are neither a record nor a payload line and were \
+                "{} line{} of the log {} neither a record nor a payload line and {} \
                  skipped (the first is line {})",
                 self.unreadable.0,
                 if self.unreadable.0 == 1 { "" } else { "s" },
+                if self.unreadable.0 == 1 { "is" } else { "are" },
+                if self.unreadable.0 == 1 {
+                    "was"
+                } else {
+                    "were"
+                },
                 self.unreadable.1
             ));
         }
@@ -653,26 +665,25 @@ fn group_sizes(nodes: &[Node]) -> IndexMap<String, Option<i128>> {
         if !crate::graph::collective_op(node).is_some() {
             continue;
         }
-        let (group, size) = match node.kwargs.get("group_name") {
-            Some(PyValue::Str(g)) => (Some(g.clone()), None),
-            _ => {
-                let at = node.args.iter().rposition(|a| matches!(a, PyValue::Str(_)));
-                match at {
-                    Some(at) => {
-                        let group = node.args.get(at).and_then(PyValue::as_str);
-                        let sized = node.target.contains("all_gather_into_tensor")
-                            || node.target.contains("reduce_scatter_tensor");
-                        let size = at
-                            .checked_sub(1)
-                            .and_then(|i| node.args.get(i))
-                            .and_then(PyValue::static_int)
-                            .filter(|_| sized);
-                        (group.map(str::to_string), size)
-                    }
-                    None => (None, None),
-                }
-            }
+        // `all_gather_into_tensor*(input, group_size, group_name)`,
+        // `reduce_scatter_tensor*(input, reduce_op, group_size, group_name)`.
+        let sized = node.target.contains("all_gather_into_tensor")
+            || node.target.contains("reduce_scatter_tensor");
+        let (group, size_at) = match node.kwargs.get("group_name") {
+            Some(PyValue::Str(g)) => (Some(g.as_str()), node.args.len().checked_sub(1)),
+            _ => match node.args.iter().rposition(|a| matches!(a, PyValue::Str(_))) {
+                Some(at) => (
+                    node.args.get(at).and_then(PyValue::as_str),
+                    at.checked_sub(1),
+                ),
+                None => (None, None),
+            },
         };
+        let size = size_at
+            .filter(|_| sized)
+            .and_then(|i| node.args.get(i))
+            .and_then(PyValue::static_int);
+        let group = group.map(str::to_string);
         if let Some(group) = group {
             let entry = groups.entry(group).or_insert(None);
             if entry.is_none() {
@@ -703,17 +714,31 @@ fn attach_schedule(nodes: &mut [Node], kernels: &[Option<String>]) -> Option<Str
         .filter(|(_, n)| crate::graph::collective_op(n).is_some())
         .map(|(i, _)| i)
         .collect();
-    let same = scheduled.len() == collectives.len()
-        && scheduled
-            .iter()
-            .zip(&collectives)
-            .all(|((_, target), &node)| nodes.get(node).is_some_and(|n| &n.target == target));
-    if !same {
+    let targets: Vec<&str> = collectives
+        .iter()
+        .filter_map(|&i| nodes.get(i).map(|n| n.target.as_str()))
+        .collect();
+    let differ = scheduled
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .zip(&targets)
+        .position(|(a, b)| a != *b);
+    if differ.is_some() || scheduled.len() != targets.len() {
+        let detail = match differ {
+            Some(k) => format!(
+                "collective {k} is {} in the schedule and {} in the graph",
+                scheduled.get(k).map_or("", |(_, t)| t.as_str()),
+                targets.get(k).copied().unwrap_or("")
+            ),
+            None => format!(
+                "the schedule lists {} collectives, the graph has {}",
+                scheduled.len(),
+                targets.len()
+            ),
+        };
         return Some(format!(
-            "the {COLLECTIVE_SCHEDULE} lists {} collective kernels that do not match the \
-             graph's {} collectives in order; positions are not attached to nodes",
-            scheduled.len(),
-            collectives.len()
+            "the {COLLECTIVE_SCHEDULE} does not match the graph's collectives in order \
+             ({detail}); positions are not attached to nodes"
         ));
     }
     for ((position, _), node) in scheduled.iter().zip(collectives) {
