@@ -153,6 +153,21 @@ pub fn graphs(bytes: &[u8]) -> Result<Vec<GraphSummary>, InputError> {
     }
 }
 
+/// Whether the bytes hold a graph (a trace log, or a JSON document with `"format":
+/// "commlens.graph"`) rather than some other JSON, such as a plan report.
+pub fn holds_graph(bytes: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Tagged {
+        format: Option<String>,
+    }
+    match detect(bytes) {
+        Ok((Format::TraceLog, _)) => true,
+        Ok((Format::Dump, bytes)) => serde_json::from_slice::<Tagged>(&bytes)
+            .is_ok_and(|t| t.format.as_deref() == Some(dump::FORMAT)),
+        Err(_) => false,
+    }
+}
+
 fn check_dump_choice(graph: Option<usize>) -> Result<(), InputError> {
     match graph {
         Some(choice) if choice != 0 => Err(InputError::NotALog { choice }),
@@ -198,6 +213,8 @@ mod tests {
             "--graph 2 is out of range: the input is a graph dump, which holds one graph (--graph 0)"
         );
         assert_eq!(graphs(dump).unwrap().len(), 1);
+        assert!(holds_graph(dump) && holds_graph(LOG.as_bytes()));
+        assert!(!holds_graph(br#"{"format": "other", "buckets": []}"#) && !holds_graph(b"[1]"));
         // Neither a dump nor a log: the dump reader's message.
         assert!(matches!(
             read(b"hello", None),

@@ -1,9 +1,10 @@
 //! `commlens validate MANIFEST.json` or `commlens validate --group G --rank R=REPORT.json ...`:
 //! check that rank reports (from this tool or the Python planner) agree, like
-//! `validate_group_plans`.
+//! `validate_group_plans`. A rank's file may also be its graph dump or TORCH_TRACE log, which
+//! is planned (with `--args`, and `--graph K` for logs) to give its report.
 
-use crate::{read_file, CliError};
-use commlens::planner::report::validate_group_plans;
+use crate::{print_notes, read_file, CliError};
+use commlens::planner::report::{plan_to_value, validate_group_plans};
 use commlens::PyValue;
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,6 +21,12 @@ pub struct Args {
     /// A rank and its plan report (repeat for every rank; the first is the reference).
     #[arg(long, value_name = "R=REPORT.json", value_parser = rank_spec, requires = "group")]
     rank: Vec<(i128, String)>,
+    /// For ranks given as TORCH_TRACE logs: the post-grad graph to plan (0-based, in log order).
+    #[arg(long, value_name = "K")]
+    graph: Option<usize>,
+    /// Planner arguments for ranks given as dumps or logs (the conformance `args.json` format).
+    #[arg(long = "args", value_name = "ARGS.json")]
+    args: Option<String>,
 }
 
 fn rank_spec(spec: &str) -> Result<(i128, String), String> {
@@ -44,9 +51,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 .collect(),
         ),
     };
+    let args_bytes = args.args.as_deref().map(read_file).transpose()?;
     let mut reports = Vec::with_capacity(listed.len());
     for (rank, path) in listed {
         let bytes = read_file(&path)?;
+        if commlens::input::holds_graph(&bytes) {
+            let (graph, plan) = commlens::read_and_plan(&bytes, args.graph, args_bytes.as_deref())
+                .map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+            print_notes(&path, &graph.dump.warnings);
+            reports.push((rank, plan_to_value(&plan, &graph)));
+            continue;
+        }
         let report: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| CliError::Failed(format!("{path}: not valid JSON: {e}")))?;
         reports.push((rank, PyValue::from_plain_json(&report)));
