@@ -4,9 +4,10 @@
 //! holds several graphs; `graph` picks one (0-based, in log order), and may be left out when
 //! there is only one. Pure and single-threaded, so the browser calls it as the CLI does.
 
-use crate::dump::{self, Dump, DumpError};
+use crate::dump::{self, Dump, DumpError, NodeSink};
 use crate::graph::Graph;
 use crate::planner::Planner;
+use crate::signature::SignatureHasher;
 use crate::tracelog::{self, GraphContent, GraphKind, GraphSummary, TraceLog, TraceLogError};
 use std::borrow::{Borrow, Cow};
 use std::fmt;
@@ -109,7 +110,32 @@ pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
         Format::TraceLog => {
             let log = TraceLog::scan(&bytes);
             let index = log.choose(graph)?;
-            Ok(Planner::new(G::from(Graph::new(log.graph(index)?))))
+            // One pass, as for a dump: each node is handed to the graph builder and the
+            // planner's checks, and hashed for the graph signature, as it is read.
+            struct Hashing<'a> {
+                inner: &'a mut dyn NodeSink,
+                hasher: SignatureHasher,
+            }
+            impl NodeSink for Hashing<'_> {
+                fn begin(&mut self) {
+                    self.inner.begin();
+                    self.hasher = SignatureHasher::default();
+                }
+
+                fn node(&mut self, index: usize, node: &crate::dump::Node) {
+                    self.inner.node(index, node);
+                    self.hasher.add(node);
+                }
+            }
+            Ok(crate::planner::prepare_while_reading(|inner| {
+                let mut sink = Hashing {
+                    inner,
+                    hasher: SignatureHasher::default(),
+                };
+                let mut dump = log.graph_into(index, &mut sink)?;
+                dump.signature = Some(sink.hasher.finish());
+                Ok::<_, InputError>(dump)
+            })?)
         }
     }
 }

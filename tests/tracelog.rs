@@ -343,8 +343,64 @@ fn log_graphs_round_trip_through_the_dump_format() {
         let back = read_dump(text.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(format!("{:?}", back.nodes), format!("{:?}", dump.nodes));
         assert_eq!(back.source, dump.source);
-        assert_eq!(back.signature, dump.signature);
+        let graph = Graph::new(dump);
+        assert_eq!(
+            back.signature,
+            Some(commlens::signature::graph_signature(&graph))
+        );
     }
+}
+
+/// Reading a log's graph ready to plan in one pass (each node handed to the graph builder, the
+/// planner's checks and the signature hash as it is read) plans exactly as reading it, then
+/// building the graph and preparing the planner.
+#[test]
+fn one_pass_preparation_plans_as_two_passes() {
+    let (log, cases) = real_log();
+    let mut inputs: Vec<(Vec<u8>, usize)> = cases.iter().map(|c| (log.clone(), c.graph)).collect();
+    for name in [
+        "ok_syntax_forms",
+        "ok_placeholder_rename",
+        "ok_notes",
+        "ok_schedule",
+    ] {
+        inputs.push((
+            common::read(&fixtures().join(format!("errors/{name}.log"))),
+            0,
+        ));
+    }
+    let args = commlens::PlannerArgs::resolve(None, None, None);
+    for (bytes, k) in inputs {
+        let one: commlens::planner::Planner<Graph> = input::read_prepared(&bytes, Some(k)).unwrap();
+        let graph = Graph::new(input::read(&bytes, Some(k)).unwrap());
+        let two = commlens::planner::Planner::new(&graph);
+        let a = one.plan(&args).unwrap();
+        let b = two.plan(&args).unwrap();
+        assert_eq!(
+            commlens::planner::report::plan_to_json(&a, one.graph()),
+            commlens::planner::report::plan_to_json(&b, &graph)
+        );
+        assert_eq!(
+            one.graph().dump.signature,
+            Some(commlens::signature::graph_signature(&graph))
+        );
+        assert_eq!(
+            format!("{:?}", one.graph().nodes()),
+            format!("{:?}", graph.nodes())
+        );
+    }
+    // A renamed placeholder is read under its new name.
+    let renamed = input::read(
+        &common::read(&fixtures().join("errors/ok_placeholder_rename.log")),
+        None,
+    )
+    .unwrap();
+    let names: Vec<_> = renamed
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.target.as_str()))
+        .collect();
+    assert_eq!(names[..2], [("x_1", "x"), ("y_1", "y")]);
 }
 
 /// Truncating the real log anywhere or damaging its bytes gives a graph or an error value,

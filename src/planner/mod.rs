@@ -14,7 +14,7 @@ pub mod report;
 
 pub use candidates::is_torch_device;
 
-use crate::dump::{read_dump_into, DumpError, Node, NodeSink};
+use crate::dump::{read_dump_into, Dump, DumpError, Node, NodeSink};
 use crate::graph::{CommTag, Graph, GraphBuilder, NodeId};
 use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
@@ -536,6 +536,14 @@ impl BucketPlan {
 pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
     bytes: &[u8],
 ) -> Result<Planner<G>, DumpError> {
+    prepare_while_reading(|sink| read_dump_into(bytes, sink))
+}
+
+/// [`read_prepared`] for any reader that hands each node to a [`NodeSink`] as it reads it
+/// (the dump reader, the trace-log reader): `read` gets the sink and returns the dump.
+pub fn prepare_while_reading<G: Borrow<Graph> + From<Graph>, E>(
+    read: impl FnOnce(&mut dyn NodeSink) -> Result<Dump, E>,
+) -> Result<Planner<G>, E> {
     struct Sink {
         graph: GraphBuilder,
         planner: candidates::Preparer,
@@ -557,7 +565,7 @@ pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
         graph: GraphBuilder::default(),
         planner: candidates::Preparer::default(),
     };
-    let dump = read_dump_into(bytes, &mut sink)?;
+    let dump = read(&mut sink)?;
     let count = dump.nodes.len();
     let graph = sink.graph.finish(dump);
     if sink.planner.visited() != count {

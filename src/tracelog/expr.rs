@@ -174,6 +174,15 @@ impl<'s> Cursor<'s> {
     pub fn string_body(&mut self, quote: u8) -> Parse<String> {
         let open = self.pos;
         self.pos += 1;
+        // Most strings have no escape: take them whole.
+        let body = self.rest().as_bytes();
+        if let Some(end) = memchr::memchr2(quote, b'\\', body) {
+            if body.get(end) == Some(&quote) {
+                let text = self.rest().get(..end).unwrap_or("").to_string();
+                self.pos += end + 1;
+                return Ok(text);
+            }
+        }
         let mut out = String::new();
         loop {
             let rest = self.rest();
@@ -508,7 +517,9 @@ impl<N: Names + ?Sized> ValueReader<'_, N> {
             "False" => PyValue::Bool(false),
             "inf" => PyValue::Float(f64::INFINITY),
             "nan" => PyValue::Float(f64::NAN),
-            _ if TORCH_DTYPES.contains(&path) => PyValue::Dtype(path.to_string()),
+            _ if path.starts_with("torch.") && TORCH_DTYPES.contains(&path) => {
+                PyValue::Dtype(path.to_string())
+            }
             _ => match self.names.position(path) {
                 Some(index) => PyValue::Node(NodeRef {
                     name: path.to_string(),
@@ -594,36 +605,38 @@ fn is_symbolic_expression(text: &str) -> bool {
     has_symbol
 }
 
-/// `dtype.abbr` of every dtype `torch.fx` can print in an annotation, with `str(dtype)`.
-const DTYPE_ABBRS: &[(&str, &str)] = &[
-    ("f32", "torch.float32"),
-    ("f64", "torch.float64"),
-    ("f16", "torch.float16"),
-    ("bf16", "torch.bfloat16"),
-    ("i64", "torch.int64"),
-    ("i32", "torch.int32"),
-    ("i16", "torch.int16"),
-    ("i8", "torch.int8"),
-    ("u8", "torch.uint8"),
-    ("u16", "torch.uint16"),
-    ("u32", "torch.uint32"),
-    ("u64", "torch.uint64"),
-    ("b8", "torch.bool"),
-    ("c32", "torch.complex32"),
-    ("c64", "torch.complex64"),
-    ("c128", "torch.complex128"),
-    ("bc32", "torch.bcomplex32"),
-    ("b1x8", "torch.bits1x8"),
-    ("b2x4", "torch.bits2x4"),
-    ("b4x2", "torch.bits4x2"),
-    ("b8x1", "torch.bits8"),
-    ("b16x1", "torch.bits16"),
-    ("f8e5m2", "torch.float8_e5m2"),
-    ("f8e4m3fn", "torch.float8_e4m3fn"),
-    ("f8e5m2fnuz", "torch.float8_e5m2fnuz"),
-    ("f8e4m3fnuz", "torch.float8_e4m3fnuz"),
-    ("f8e8m0fnu", "torch.float8_e8m0fnu"),
-    ("f4e2m1fnx2", "torch.float4_e2m1fn_x2"),
+/// `dtype.abbr` of every dtype `torch.fx` can print in an annotation, with `str(dtype)` and
+/// whether the dump format knows it (`TORCH_DTYPES`: a dtype string in metadata reads as a
+/// dtype only then).
+pub(super) const DTYPE_ABBRS: &[(&str, &str, bool)] = &[
+    ("f32", "torch.float32", true),
+    ("f64", "torch.float64", true),
+    ("f16", "torch.float16", true),
+    ("bf16", "torch.bfloat16", true),
+    ("i64", "torch.int64", true),
+    ("i32", "torch.int32", true),
+    ("i16", "torch.int16", true),
+    ("i8", "torch.int8", true),
+    ("u8", "torch.uint8", true),
+    ("u16", "torch.uint16", true),
+    ("u32", "torch.uint32", true),
+    ("u64", "torch.uint64", true),
+    ("b8", "torch.bool", true),
+    ("c32", "torch.complex32", true),
+    ("c64", "torch.complex64", true),
+    ("c128", "torch.complex128", true),
+    ("bc32", "torch.bcomplex32", false),
+    ("b1x8", "torch.bits1x8", true),
+    ("b2x4", "torch.bits2x4", true),
+    ("b4x2", "torch.bits4x2", true),
+    ("b8x1", "torch.bits8", true),
+    ("b16x1", "torch.bits16", true),
+    ("f8e5m2", "torch.float8_e5m2", true),
+    ("f8e4m3fn", "torch.float8_e4m3fn", true),
+    ("f8e5m2fnuz", "torch.float8_e5m2fnuz", true),
+    ("f8e4m3fnuz", "torch.float8_e4m3fnuz", true),
+    ("f8e8m0fnu", "torch.float8_e8m0fnu", true),
+    ("f4e2m1fnx2", "torch.float4_e2m1fn_x2", true),
 ];
 
 /// What a node's annotation says of its value (`meta["val"]`).
@@ -669,10 +682,7 @@ pub(super) fn annotation(text: &str) -> Annotation {
 fn tensor_annotation(text: &str) -> Option<PyValue> {
     let open = text.find('[')?;
     let abbr = text.get(..open)?;
-    let dtype = DTYPE_ABBRS
-        .iter()
-        .find(|(a, _)| *a == abbr)
-        .map(|(_, name)| *name)?;
+    let &(_, dtype, known) = DTYPE_ABBRS.iter().find(|(a, _, _)| *a == abbr)?;
     let rest = text.get(open..)?;
     let (shape_text, rest) = bracketed(rest)?;
     // Strides follow when the graph was printed with them; the device comes last.
@@ -680,22 +690,28 @@ fn tensor_annotation(text: &str) -> Option<PyValue> {
         Some(_) => bracketed(rest)?.1,
         None => rest,
     };
-    let mut shape = Vec::new();
+    let mut shape = Vec::with_capacity(4);
     if !shape_text.trim().is_empty() {
-        for dim in split_top_level(shape_text, b',') {
+        let mut rest = shape_text;
+        loop {
+            let (dim, next) = split_first_top_level(rest);
             let dim = dim.trim();
-            shape.push(match dim.parse::<i128>() {
-                Ok(i) => PyValue::Int(i),
-                Err(_) if !dim.is_empty() => PyValue::Sym(dim.to_string()),
-                Err(_) => return None,
+            shape.push(match small_int(dim) {
+                Some(i) => PyValue::Int(i),
+                None if !dim.is_empty() => PyValue::Sym(dim.to_string()),
+                None => return None,
             });
+            match next {
+                Some(next) => rest = next,
+                None => break,
+            }
         }
     }
     let mut summary = Dict::with_capacity(3);
     summary.insert(Key::from("shape"), PyValue::List(shape));
     // In metadata the exporter writes a dtype as its plain string: a known one reads back as
     // a dtype, any other as a string.
-    let dtype = if TORCH_DTYPES.contains(&dtype) {
+    let dtype = if known {
         PyValue::Dtype(dtype.to_string())
     } else {
         PyValue::Str(dtype.to_string())
@@ -703,6 +719,21 @@ fn tensor_annotation(text: &str) -> Option<PyValue> {
     summary.insert(Key::from("dtype"), dtype);
     summary.insert(Key::from("device"), PyValue::Str(device.to_string()));
     Some(PyValue::Tensor(Box::new(PyValue::Dict(summary))))
+}
+
+/// A size as `str(int)` writes it (sizes have at most 18 digits); anything else is `None`.
+fn small_int(text: &str) -> Option<i128> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value = digits
+        .bytes()
+        .fold(0i128, |v, b| v * 10 + i128::from(b - b'0'));
+    Some(if negative { -value } else { value })
 }
 
 /// `[inner]rest` → `(inner, rest)`, brackets balanced.
@@ -721,6 +752,20 @@ fn bracketed(text: &str) -> Option<(&str, &str)> {
         }
     }
     None
+}
+
+/// The text before the first `,` outside brackets, and the text after it (if any).
+fn split_first_top_level(text: &str) -> (&str, Option<&str>) {
+    let mut depth = 0usize;
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => return (text.get(..i).unwrap_or(""), text.get(i + 1..)),
+            _ => {}
+        }
+    }
+    (text, None)
 }
 
 /// Splits at `sep` outside brackets (sympy's `Max(s0, 1)` has commas inside).
@@ -882,6 +927,13 @@ mod tests {
         d.insert(Key::from("dtype"), PyValue::Dtype(dtype.into()));
         d.insert(Key::from("device"), PyValue::Str(device.into()));
         Annotation::Tensor(PyValue::Tensor(Box::new(PyValue::Dict(d))))
+    }
+
+    #[test]
+    fn the_dtype_table_agrees_with_the_dump_format() {
+        for (_, name, known) in DTYPE_ABBRS {
+            assert_eq!(TORCH_DTYPES.contains(name), *known, "{name}");
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! forward node") and the innermost source line, which becomes a one-frame `stack_trace`.
 
 use super::expr::{annotation, Annotation, Cursor, Expected, Names, Place, ValueReader};
-use crate::dump::{Node, Op};
+use crate::dump::{Node, NodeSink, Op};
 use crate::value::{Dict, Key, NodeRef, PyValue};
 use std::collections::HashMap;
 
@@ -104,19 +104,28 @@ struct Summary {
     stack_trace: Option<String>,
 }
 
-struct Builder<'s> {
+struct Builder<'s, 'k> {
     nodes: Vec<Node>,
+    /// Receives each node once read (placeholders once the body begins: a renaming line may
+    /// still change their names).
+    sink: &'k mut dyn NodeSink,
+    /// Nodes before this position have been handed to the sink.
+    sent: usize,
+    stale: bool,
     table: Table<'s>,
-    /// Placeholder targets that differ from their node names (`*args` → `args`).
-    placeholder_targets: HashMap<&'s str, usize, foldhash::fast::FixedState>,
     summary: Summary,
     truncated: Vec<String>,
     unreadable: Vec<String>,
+    /// Annotations read so far, by their text.
+    annotations: HashMap<&'s str, Option<PyValue>, foldhash::fast::FixedState>,
 }
 
-/// Reads the code of one graph from its payload lines.
+/// Reads the code of one graph from its payload lines (about `count` of them: a hint for
+/// the tables' sizes), handing each node to `sink` while it is in cache.
 pub(super) fn parse_graph<'s>(
     lines: impl Iterator<Item = Line<'s>>,
+    count: usize,
+    sink: &mut dyn NodeSink,
 ) -> Result<ParsedGraph, SyntaxError> {
     let mut lines = lines.peekable();
     // `class GraphModule(torch.nn.Module):`, then (after any module-level statements such as
@@ -144,7 +153,7 @@ pub(super) fn parse_graph<'s>(
             ));
         }
         if trimmed.starts_with("def ") {
-            return body(line, &mut lines);
+            return body(line, &mut lines, count, sink);
         }
     }
     Err(SyntaxError {
@@ -166,14 +175,22 @@ fn indent(text: &str) -> usize {
 fn body<'s, I: Iterator<Item = Line<'s>>>(
     def: Line<'s>,
     lines: &mut std::iter::Peekable<I>,
+    lower: usize,
+    sink: &mut dyn NodeSink,
 ) -> Result<ParsedGraph, SyntaxError> {
+    sink.begin();
+    let mut table = Table::default();
+    table.by_name.reserve(lower);
     let mut b = Builder {
-        nodes: Vec::new(),
-        table: Table::default(),
-        placeholder_targets: HashMap::default(),
+        nodes: Vec::with_capacity(lower),
+        sink,
+        sent: 0,
+        stale: false,
+        table,
         summary: Summary::default(),
         truncated: Vec::new(),
         unreadable: Vec::new(),
+        annotations: HashMap::default(),
     };
     let def_indent = indent(def.1);
     b.signature(def).map_err(|e| syntax_error(def, e))?;
@@ -261,6 +278,12 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
             found: "the end of the graph's text".into(),
         });
     }
+    if b.stale {
+        // A placeholder was renamed after the sink saw it: hand every node on again.
+        b.sink.begin();
+        b.sent = 0;
+    }
+    b.send();
     Ok(ParsedGraph {
         nodes: b.nodes,
         truncated: b.truncated,
@@ -269,7 +292,15 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
     })
 }
 
-impl<'s> Builder<'s> {
+impl<'s> Builder<'s, '_> {
+    /// Hands every node not yet handed on to the sink.
+    fn send(&mut self) {
+        while let Some(node) = self.nodes.get(self.sent) {
+            self.sink.node(self.sent, node);
+            self.sent += 1;
+        }
+    }
+
     fn push(&mut self, name: &'s str, node: Node) -> Result<(), Expected> {
         if self.table.by_name.contains_key(name) {
             return Err(Expected {
@@ -278,7 +309,11 @@ impl<'s> Builder<'s> {
             });
         }
         self.table.by_name.insert(name, self.nodes.len());
+        let placeholder = node.op == Op::Placeholder;
         self.nodes.push(node);
+        if !placeholder {
+            self.send();
+        }
         Ok(())
     }
 
@@ -336,9 +371,6 @@ impl<'s> Builder<'s> {
                     impure: None,
                     repr: None,
                 };
-                if target != name {
-                    self.placeholder_targets.insert(target, self.nodes.len());
-                }
                 self.push(name, node)
                     .map_err(|e| Expected { at: start, ..e })?;
             }
@@ -378,9 +410,27 @@ impl<'s> Builder<'s> {
     }
 
     /// `"f32[4][1]cpu"` or an unquoted type (`torch.Tensor`): the node's `val`, if it says.
-    fn annotation_at(&self, c: &mut Cursor<'s>) -> Result<Option<PyValue>, Expected> {
+    fn annotation_at(&mut self, c: &mut Cursor<'s>) -> Result<Option<PyValue>, Expected> {
         let text = match c.peek() {
-            Some(q @ (b'"' | b'\'')) => c.string_body(q)?,
+            Some(q @ (b'"' | b'\'')) => {
+                // Graphs repeat a few annotations many times: read each once.
+                let body = c.text.get(c.pos + 1..).unwrap_or("");
+                if let Some(end) = memchr::memchr2(q, b'\\', body.as_bytes()) {
+                    if body.as_bytes().get(end) == Some(&q) {
+                        let raw = body.get(..end).unwrap_or("");
+                        c.pos += end + 2;
+                        if let Some(value) = self.annotations.get(raw) {
+                            return Ok(value.clone());
+                        }
+                        let value = annotation_value(raw);
+                        if self.annotations.len() < ANNOTATION_CACHE {
+                            self.annotations.insert(raw, value.clone());
+                        }
+                        return Ok(value);
+                    }
+                }
+                c.string_body(q)?
+            }
             _ => {
                 let start = c.pos;
                 loop {
@@ -396,11 +446,7 @@ impl<'s> Builder<'s> {
                 return Ok(None);
             }
         };
-        Ok(match annotation(&text) {
-            Annotation::Tensor(value) => Some(value),
-            Annotation::Sym(expr) => Some(PyValue::Sym(expr)),
-            Annotation::Other => None,
-        })
+        Ok(annotation_value(&text))
     }
 
     /// `name[: ann] = rhs[;  a = b = None]`
@@ -522,8 +568,16 @@ impl<'s> Builder<'s> {
                         )));
                     }
                 }
-                if let Some(&index) = self.placeholder_targets.get(path) {
+                // `name = target`: the placeholder printed as its target in the signature is
+                // the node `name` (FX writes this when the two differ).
+                let placeholder = self.table.position(path).filter(|&i| {
+                    self.nodes.get(i).is_some_and(|n| {
+                        n.op == Op::Placeholder && n.target.trim_start_matches('*') == path
+                    })
+                });
+                if let Some(index) = placeholder {
                     if let Some(node) = self.nodes.get_mut(index) {
+                        self.stale |= index < self.sent;
                         self.table.by_name.remove(node.name.as_str());
                         node.name = name.to_string();
                         self.table.by_name.insert(name, index);
@@ -613,6 +667,7 @@ impl<'s> Builder<'s> {
             n += 1;
             name = format!("output_{n}");
         }
+        self.send();
         self.nodes.push(Node {
             name,
             op: Op::Output,
@@ -659,6 +714,18 @@ impl<'s> Builder<'s> {
         meta
     }
 }
+
+/// The `val` an annotation gives.
+fn annotation_value(text: &str) -> Option<PyValue> {
+    match annotation(text) {
+        Annotation::Tensor(value) => Some(value),
+        Annotation::Sym(expr) => Some(PyValue::Sym(expr)),
+        Annotation::Other => None,
+    }
+}
+
+/// How many distinct annotations a graph's reader remembers (bounded memory).
+const ANNOTATION_CACHE: usize = 4096;
 
 fn call(target: String, args: Vec<PyValue>) -> (Op, String, Vec<PyValue>, Dict) {
     (Op::CallFunction, target, args, Dict::new())
@@ -843,7 +910,11 @@ mod tests {
     use super::*;
 
     fn graph(code: &str) -> Result<ParsedGraph, SyntaxError> {
-        parse_graph(code.lines().enumerate().map(|(i, l)| (i + 1, l)))
+        parse_graph(
+            code.lines().enumerate().map(|(i, l)| (i + 1, l)),
+            16,
+            &mut (),
+        )
     }
 
     fn body_of(lines: &[&str]) -> String {
