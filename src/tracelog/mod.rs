@@ -674,7 +674,7 @@ fn name_list(names: &[String]) -> String {
 fn group_sizes(nodes: &[Node]) -> IndexMap<String, Option<i128>> {
     let mut groups: IndexMap<String, Option<i128>> = IndexMap::new();
     for node in nodes {
-        if !crate::graph::collective_op(node).is_some() {
+        if crate::graph::collective_op(node).is_none() {
             continue;
         }
         // `all_gather_into_tensor*(input, group_size, group_name)`,

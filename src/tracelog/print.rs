@@ -163,15 +163,14 @@ fn summary(node: &Node) -> String {
 /// `File: PATH:LINE in FUNCTION, code: CODE` of a traceback's innermost frame.
 fn frame(trace: &str) -> Option<String> {
     let lines: Vec<&str> = trace.trim().lines().collect();
-    for idx in (0..lines.len().saturating_sub(1)).rev() {
-        let line = lines.get(idx)?.trim();
-        let rest = line.strip_prefix("File \"")?;
+    // The innermost frame is the last `File "..."` line followed by its code line.
+    (0..lines.len().saturating_sub(1)).rev().find_map(|idx| {
+        let rest = lines.get(idx)?.trim().strip_prefix("File \"")?;
         let (path, rest) = rest.split_once("\", line ")?;
         let (lineno, function) = rest.split_once(", in ")?;
         let code = lines.get(idx + 1)?.trim();
-        return Some(format!("File: {path}:{lineno} in {function}, code: {code}"));
-    }
-    None
+        Some(format!("File: {path}:{lineno} in {function}, code: {code}"))
+    })
 }
 
 fn annotation(out: &mut String, val: Option<&PyValue>) {
