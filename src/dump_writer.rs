@@ -38,6 +38,9 @@ pub fn write_dump(dump: &Dump) -> String {
     if let Some(planner) = &dump.planner {
         field("planner", planner.clone());
     }
+    if let Some(objects) = &dump.script_objects {
+        field("script_objects", objects.clone());
+    }
     let nodes: Vec<String> = dump.nodes.iter().map(|n| node(n).to_string()).collect();
     lines.push(if nodes.is_empty() {
         "\"nodes\": []".to_string()

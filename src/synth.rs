@@ -192,6 +192,7 @@ pub fn synthetic_trace_log(spec: SynthSpec, context: bool) -> String {
         state_fqns: Vec::new(),
         source: None,
         planner: None,
+        script_objects: None,
         warnings: Vec::new(),
         signature: None,
     });

@@ -1,8 +1,8 @@
-//! `commlens plan DUMP [--graph K] [--args ARGS.json] [--format json|text] [-o OUT]`: print
-//! the plan report (the reference's JSON, or the same plan in plain words).
+//! `commlens plan DUMP [--graph K] [--args ARGS.json] [--tags dump|roles] [--format json|text]
+//! [-o OUT]`: print the plan report (the reference's JSON, or the same plan in plain words).
 
 use crate::{print_notes, read_file, write_output, CliError, GraphChoice};
-use commlens::planner::report::{plan_to_json, plan_to_text};
+use commlens::TagMode;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -16,6 +16,10 @@ pub struct Args {
     /// dump's `planner` object, then to the reference's defaults).
     #[arg(long = "args", value_name = "ARGS.json")]
     args: Option<String>,
+    /// Where the FSDP tags come from: `dump` (the tags the FSDP pass wrote; the reference's
+    /// behaviour) or `roles` (derived from semantic roles, for graphs without tags).
+    #[arg(long, value_name = "dump|roles", default_value = "dump", value_parser = tag_mode)]
+    tags: TagMode,
     /// `json`: the reference's report byte for byte; `text`: the same plan in plain words.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
@@ -30,16 +34,31 @@ enum Format {
     Text,
 }
 
+/// `--tags` values, in the core's vocabulary.
+pub fn tag_mode(text: &str) -> Result<TagMode, String> {
+    TagMode::parse(text).ok_or_else(|| format!("is dump or roles, not {text:?}"))
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let dump_bytes = read_file(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
-    let (graph, plan) =
-        commlens::read_and_plan(&dump_bytes, args.choice.graph, args_bytes.as_deref())
-            .map_err(|e| CliError::Failed(e.to_string()))?;
-    print_notes(&args.dump, &graph.dump.warnings);
+    let planned = commlens::read_and_plan_with(
+        &dump_bytes,
+        args.choice.graph,
+        args_bytes.as_deref(),
+        args.tags,
+    )
+    .map_err(|e| CliError::Failed(e.to_string()))?;
+    print_notes(&args.dump, &planned.graph.dump.warnings);
     let report = match args.format {
-        Format::Json => plan_to_json(&plan, &graph),
-        Format::Text => plan_to_text(&plan, &graph),
+        Format::Json => {
+            // The JSON stays the reference's report; the note goes beside it.
+            if let Some(note) = &planned.note {
+                eprintln!("{note}");
+            }
+            planned.to_json()
+        }
+        Format::Text => planned.to_text(),
     };
     write_output(args.out.as_deref(), &report)?;
     Ok(ExitCode::SUCCESS)

@@ -622,6 +622,7 @@ impl<'a> TraceLog<'a> {
             state_fqns: Vec::new(),
             source: Some(J::Object(source)),
             planner: None,
+            script_objects: None,
             warnings: notes,
             // Computed when a plan needs it (`Planner::new`), not for every reader.
             signature: None,
