@@ -168,6 +168,14 @@ pub(super) fn parse_graph<'s>(
     })
 }
 
+/// An error at `at` in a part of the line that starts `by` bytes in.
+fn shifted(e: Expected, by: usize) -> Expected {
+    Expected {
+        at: e.at + by,
+        what: e.what,
+    }
+}
+
 fn indent(text: &str) -> usize {
     text.len() - text.trim_start_matches(' ').len()
 }
@@ -197,6 +205,7 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
     let mut returned = false;
     let mut submodules = Vec::new();
     let mut in_meta_block = false;
+    let mut ended = false;
     let mut last = def;
     for line in lines.by_ref() {
         last = line;
@@ -215,6 +224,7 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
         }
         if indent(text) <= def_indent {
             // The forward is over: submodule graphs follow (`class name(torch.nn.Module):`).
+            ended = true;
             if let Some(name) = trimmed
                 .strip_prefix("class ")
                 .and_then(|t| t.split('(').next())
@@ -223,27 +233,14 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
             }
             continue;
         }
-        if !submodules.is_empty() {
+        if ended {
             continue;
         }
         let at = indent(text);
         let statement = text.get(at..).unwrap_or("");
-        let located = |e: Expected| {
-            syntax_error(
-                line,
-                Expected {
-                    at: e.at + at,
-                    what: e.what,
-                },
-            )
-        };
+        let located = |e: Expected| syntax_error(line, shifted(e, at));
         if let Some(comment) = statement.strip_prefix('#') {
-            b.summary = summary(comment)
-                .map_err(|e| Expected {
-                    at: e.at + 1,
-                    what: e.what,
-                })
-                .map_err(located)?;
+            b.summary = summary(comment).map_err(|e| located(shifted(e, 1)))?;
             continue;
         }
         if returned {
@@ -260,11 +257,7 @@ fn body<'s, I: Iterator<Item = Line<'s>>>(
             .filter(|r| r.is_empty() || r.starts_with(' '))
         {
             b.output(value)
-                .map_err(|e| Expected {
-                    at: e.at + "return".len(),
-                    what: e.what,
-                })
-                .map_err(located)?;
+                .map_err(|e| located(shifted(e, "return".len())))?;
             returned = true;
             continue;
         }
