@@ -4,6 +4,7 @@
 //! terminals or browsers: the CLI, the wasm crate and the web app are thin shells over it.
 //! See ARCHITECTURE.md for the code map and the invariants each boundary keeps.
 
+pub mod diff;
 pub mod dump;
 pub mod dump_writer;
 pub mod graph;

@@ -134,6 +134,40 @@ fn every_graph_reading_command_takes_a_log() {
     let audit = json(&ok(&["audit", &log(), &log(), "--graph", "6", "--json"]));
     assert_eq!(audit["entries"][0]["status"], "kept");
     ok(&["audit", &dump(6), &log(), "--after-graph", "6"]);
+    // diff: a log's graph against itself and against another, with the tags derived from
+    // roles (a log has no FSDP pass tags).
+    let same = json(&ok(&[
+        "diff",
+        &log(),
+        &log(),
+        "--graph",
+        "3",
+        "--tags",
+        "roles",
+        "--json",
+    ]));
+    assert_eq!(same["format"], "commlens.plan-diff");
+    assert!(same["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["change"] == "same"));
+    assert!(!same["collectives"].as_array().unwrap().is_empty());
+    let diffed = text(
+        &ok(&[
+            "diff",
+            &log(),
+            &log(),
+            "--before-graph",
+            "1",
+            "--after-graph",
+            "3",
+            "--tags",
+            "roles",
+        ])
+        .stdout,
+    );
+    assert!(diffed.starts_with("plan diff of two graphs"), "{diffed}");
     // validate: ranks given by their logs are planned (group ranks come from --args).
     let args = dir.join("args.json");
     std::fs::write(&args, r#"{"group_ranks": {"0": [0, 1]}}"#).unwrap();
