@@ -102,7 +102,7 @@ impl PlanPair {
     ) -> Result<PlanPair, JsValue> {
         let error = |e: commlens::PlanFailure| JsValue::from(JsError::new(&e.to_string()));
         let (graph, before) =
-            commlens::read_and_plan(dump, args_before.as_deref().map(str::as_bytes))
+            commlens::read_and_plan(dump, None, args_before.as_deref().map(str::as_bytes))
                 .map_err(error)?;
         let args = match args_after.as_deref() {
             Some(text) => Some(
