@@ -4,6 +4,7 @@
 //! terminals or browsers: the CLI, the wasm crate and the web app are thin shells over it.
 //! See ARCHITECTURE.md for the code map and the invariants each boundary keeps.
 
+pub mod cost;
 pub mod dump;
 pub mod graph;
 pub mod identity;
@@ -103,4 +104,15 @@ pub fn read_and_plan(
     let planner_args = resolve_args(planner.graph(), args.as_ref());
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))
+}
+
+/// `commlens cost` as a function: the dump planned exactly as `commlens plan` plans it
+/// ([`read_and_plan`]), then costed on `hardware`, the graph as it is and with the plan.
+pub fn cost_report(
+    dump: &[u8],
+    args_json: Option<&[u8]>,
+    hardware: cost::Hardware,
+) -> Result<cost::CostReport, PlanFailure> {
+    let (graph, plan) = read_and_plan(dump, args_json)?;
+    Ok(cost::cost_report(&graph, &plan, hardware))
 }

@@ -4,6 +4,7 @@
 //! exits 1 with its message verbatim on stderr.
 
 mod audit;
+mod cost;
 mod plan;
 mod render;
 mod roles;
@@ -33,6 +34,8 @@ enum Command {
     Audit(audit::Args),
     /// Draw the bucket timeline as SVG (and optionally a Chrome trace).
     Render(render::Args),
+    /// What the graph and its plan cost in time on given hardware (torch's estimators).
+    Cost(cost::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Roles(args) => roles::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Render(args) => render::run(args),
+        Command::Cost(args) => cost::run(args),
     };
     match result {
         Ok(code) => code,

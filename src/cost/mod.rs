@@ -1,0 +1,662 @@
+//! A time axis for a graph and its plan: what each collective, bucket and compute node costs
+//! on given hardware, and a simulated training step.
+//!
+//! * [`comm`]: torch 2.15's analytical NCCL model (`torch/_inductor/comm_analysis.py`).
+//! * [`flops`]: torch's FLOP formulas (`torch/utils/flop_counter.py`).
+//! * [`roofline`]: compute time as Inductor's overlap scheduler estimates it, with presets.
+//! * [`simulate`]: one compute stream and one communication stream per process group.
+//! * [`report`]: `commlens cost`'s JSON and text.
+//!
+//! The work is split by what it depends on, so the app pays each part only when its input
+//! changes: [`GraphWork`] (per graph: which nodes compute or communicate, their FLOPs and
+//! bytes), [`Timing`] (per hardware and process-group sizes: microseconds per node and per
+//! collective), and [`CostModel::unbucketed`] / [`CostModel::planned`] (per plan: a linear
+//! sweep over the nodes). See `docs/cost-model.md` for provenance and limits.
+
+pub mod comm;
+pub mod flops;
+pub mod report;
+pub mod roofline;
+pub mod simulate;
+pub mod tensor;
+
+pub use comm::{
+    collective_time, AlgoProto, CollectiveTime, CollectiveType, GpuGeneration, Network,
+};
+pub use flops::Formula;
+pub use report::CostReport;
+pub use roofline::Roofline;
+pub use simulate::{Launch, Step, StepSummary};
+
+use crate::dump::{lookup, node_index, Node, Op};
+use crate::graph::{split_op, Graph, NodeId};
+use crate::planner::BucketPlan;
+use crate::value::PyValue;
+use indexmap::IndexMap;
+use tensor::{for_each_tensor, TensorMeta};
+
+/// The hardware a graph is costed on: the network the NCCL model reads and the roofline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hardware {
+    pub network: Network,
+    pub roofline: Roofline,
+}
+
+impl Hardware {
+    /// A generation with torch's defaults (8 GPUs per node, NVLink, no bandwidth overrides)
+    /// and its roofline preset.
+    pub fn preset(gpu: GpuGeneration) -> Hardware {
+        Hardware {
+            network: Network {
+                gpu,
+                ..Network::default()
+            },
+            roofline: Roofline::preset(gpu),
+        }
+    }
+}
+
+impl Default for Hardware {
+    /// What torch's model assumes on a machine without a GPU (Ampere).
+    fn default() -> Hardware {
+        Hardware::preset(Network::default().gpu)
+    }
+}
+
+/// How the cost model treats a communication op: its type, and where its process group and
+/// group size sit among its arguments.
+#[derive(Clone, Copy, Debug)]
+struct CommOp {
+    coll: CollectiveType,
+    /// Position of `group_name` (also accepted as a keyword).
+    group_name: Option<usize>,
+    /// Position of `group_size`.
+    group_size: Option<usize>,
+}
+
+/// The ops the cost model times as communication: the functional collectives that return a
+/// tensor to wait on (`_c10d_functional`, `_c10d_functional_autograd`, the legacy
+/// `c10d_functional` with `tag, ranks, group_size`, and `_dtensor.shard_dim_alltoall`).
+/// The planner's `is_collective` (`graph.rs`) is a different, narrower helper of the spec.
+fn comm_op(namespace: &str, op: &str) -> Option<CommOp> {
+    let coll = CollectiveType::from_kernel_name(op);
+    let positions = match namespace {
+        "_c10d_functional" | "_c10d_functional_autograd" => match op {
+            "all_gather_into_tensor"
+            | "all_gather_into_tensor_out"
+            | "all_gather_into_tensor_coalesced" => (Some(2), Some(1)),
+            "reduce_scatter_tensor"
+            | "reduce_scatter_tensor_out"
+            | "reduce_scatter_tensor_coalesced" => (Some(3), Some(2)),
+            "all_reduce"
+            | "all_reduce_"
+            | "all_reduce_coalesced"
+            | "all_reduce_coalesced_"
+            | "broadcast"
+            | "broadcast_" => (Some(2), None),
+            "all_to_all_single" | "isend" | "irecv" => (Some(3), None),
+            "batch_p2p_ops" => (Some(4), None),
+            _ => return None,
+        },
+        "c10d_functional" => match op {
+            "all_gather_into_tensor" => (None, Some(3)),
+            "all_reduce" | "reduce_scatter_tensor" | "broadcast" => (None, Some(4)),
+            "all_to_all_single" => (None, Some(5)),
+            _ => return None,
+        },
+        "_dtensor" if op == "shard_dim_alltoall" => (Some(3), None),
+        _ => return None,
+    };
+    Some(CommOp {
+        coll,
+        group_name: positions.0,
+        group_size: positions.1,
+    })
+}
+
+/// `wait_tensor` (or `wait_tensors`) of the functional collectives.
+fn is_wait(namespace: &str, op: &str) -> bool {
+    matches!(
+        (namespace, op),
+        ("_c10d_functional" | "c10d_functional", "wait_tensor")
+            | ("_c10d_functional", "wait_tensors")
+    )
+}
+
+/// A compute node's work: what the roofline needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComputeWork {
+    pub node: NodeId,
+    /// What `FlopCounterMode` counts for the node: `None` for an op with a formula whose count
+    /// is unknown here (symbolic sizes, shapes torch's formula would reject); 0 for an op
+    /// without a formula.
+    pub flops: Option<u128>,
+    /// The FLOPs the roofline uses (flex attention scaled by `sparsity_hint`).
+    time_flops: u128,
+    /// Bytes read and written (`get_transfer_time`).
+    pub bytes: u128,
+    /// Index into `TORCH_DTYPES` of the first output tensor's dtype.
+    dtype: Option<u8>,
+}
+
+/// A communication op's work: what the NCCL model needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommWork {
+    pub node: NodeId,
+    pub coll: CollectiveType,
+    /// `estimate_fx_collective_size`: input and output tensor bytes.
+    pub bytes: u128,
+    /// The process group's name (index into [`GraphWork::groups`]), when it is a string.
+    pub group: Option<u32>,
+    /// The op's own `group_size` argument (or the legacy ops' `ranks`).
+    pub group_size_arg: Option<u64>,
+}
+
+/// Everything about a graph that the cost depends on and the hardware does not: computed
+/// once per graph.
+#[derive(Clone, Debug, Default)]
+pub struct GraphWork {
+    pub len: usize,
+    pub compute: Vec<ComputeWork>,
+    pub comms: Vec<CommWork>,
+    /// `(wait node, comm index)`, in graph order: where compute blocks on a collective.
+    pub waits: Vec<(NodeId, u32)>,
+    /// Process-group names, by first appearance.
+    pub groups: Vec<String>,
+    /// The comm index of each node that is a communication op (`u32::MAX` otherwise).
+    comm_at: Vec<u32>,
+}
+
+const NO_COMM: u32 = u32::MAX;
+
+impl GraphWork {
+    pub fn new(graph: &Graph) -> GraphWork {
+        let nodes = graph.nodes();
+        let mut work = GraphWork {
+            len: nodes.len(),
+            comm_at: vec![NO_COMM; nodes.len()],
+            ..GraphWork::default()
+        };
+        for (id, node) in nodes.iter().enumerate() {
+            if node.op != Op::CallFunction {
+                continue;
+            }
+            let split = split_op(&node.target);
+            if let Some((namespace, op, _)) = split {
+                if let Some(comm) = comm_op(namespace, op) {
+                    work.add_comm(id, node, nodes, comm);
+                    continue;
+                }
+                if is_wait(namespace, op) {
+                    work.add_wait(id, node, nodes);
+                    continue;
+                }
+            }
+            // Views and `getitem` launch no kernel. (torch's roofline gives `getitem` the
+            // bytes of its whole input; see docs/cost-model.md.)
+            if graph.facts(id).view {
+                continue;
+            }
+            work.compute.push(compute_work(id, node, nodes));
+        }
+        work
+    }
+
+    /// The comm index of node `id`, if it is a communication op.
+    pub fn comm_at(&self, id: NodeId) -> Option<usize> {
+        self.comm_at
+            .get(id)
+            .filter(|&&c| c != NO_COMM)
+            .map(|&c| c as usize)
+    }
+
+    fn group_id(&mut self, name: &str) -> u32 {
+        match self.groups.iter().position(|g| g == name) {
+            Some(i) => i as u32,
+            None => {
+                self.groups.push(name.to_string());
+                (self.groups.len() - 1) as u32
+            }
+        }
+    }
+
+    fn add_comm(&mut self, id: NodeId, node: &Node, nodes: &[Node], op: CommOp) {
+        let group = op
+            .group_name
+            .and_then(|pos| node.args.get(pos))
+            .or_else(|| lookup(&node.kwargs, "group_name"))
+            .and_then(PyValue::as_str)
+            .map(|name| self.group_id(name));
+        let group_size_arg = match op.group_size {
+            Some(pos) => node
+                .args
+                .get(pos)
+                .or_else(|| lookup(&node.kwargs, "group_size"))
+                .and_then(PyValue::static_int)
+                .and_then(|g| u64::try_from(g).ok()),
+            None => None,
+        };
+        let index = self.comms.len() as u32;
+        if let Some(slot) = self.comm_at.get_mut(id) {
+            *slot = index;
+        }
+        self.comms.push(CommWork {
+            node: id,
+            coll: op.coll,
+            bytes: collective_size(node, nodes),
+            group,
+            group_size_arg,
+        });
+    }
+
+    /// A wait blocks on the collective it reads, directly or through a `getitem` of a
+    /// coalesced collective's result (`_get_collective_node_from_wait`).
+    fn add_wait(&mut self, id: NodeId, node: &Node, nodes: &[Node]) {
+        let mut targets = Vec::new();
+        match node.args.first() {
+            Some(PyValue::List(items)) => targets.extend(items.iter().filter_map(node_index)),
+            Some(value) => targets.extend(node_index(value)),
+            None => {}
+        }
+        for target in targets {
+            let comm = self.comm_at(target).or_else(|| {
+                let source = nodes.get(target)?;
+                if source.op != Op::CallFunction || source.target != "_operator.getitem" {
+                    return None;
+                }
+                self.comm_at(node_index(source.args.first()?)?)
+            });
+            if let Some(comm) = comm {
+                self.waits.push((id, comm as u32));
+            }
+        }
+    }
+}
+
+/// `estimate_fx_collective_size(node)`: the bytes of every tensor the call reads (each node
+/// argument, the `out` keyword left out) plus the bytes of its result; 0 when it reads no
+/// tensor or has no result.
+pub fn collective_size(node: &Node, nodes: &[Node]) -> u128 {
+    fn inputs(value: &PyValue, nodes: &[Node], total: &mut Option<u128>) {
+        match value {
+            PyValue::Node(_) => {
+                let tensor = node_index(value)
+                    .and_then(|i| nodes.get(i))
+                    .and_then(tensor::val)
+                    .and_then(TensorMeta::of)
+                    .and_then(|t| t.collective_bytes());
+                if let Some(bytes) = tensor {
+                    *total = Some(total.unwrap_or(0).saturating_add(bytes));
+                }
+            }
+            PyValue::List(items) => items.iter().for_each(|v| inputs(v, nodes, total)),
+            PyValue::Dict(map) => map.values().for_each(|v| inputs(v, nodes, total)),
+            _ => {}
+        }
+    }
+    let mut input = None;
+    node.args.iter().for_each(|v| inputs(v, nodes, &mut input));
+    for (key, value) in &node.kwargs {
+        if key.as_str() != "out" {
+            inputs(value, nodes, &mut input);
+        }
+    }
+    let Some(input) = input else {
+        return 0;
+    };
+    let output = match tensor::val(node) {
+        Some(PyValue::List(items)) => items
+            .iter()
+            .filter_map(TensorMeta::of)
+            .filter_map(|t| t.collective_bytes())
+            .fold(0u128, u128::saturating_add),
+        Some(value @ PyValue::Tensor(_)) => match TensorMeta::of(value) {
+            Some(t) => t.collective_bytes().unwrap_or(0),
+            None => return 0,
+        },
+        _ => return 0,
+    };
+    input.saturating_add(output)
+}
+
+fn dtype_index(dtype: &str) -> Option<u8> {
+    crate::value::TORCH_DTYPES
+        .iter()
+        .position(|d| *d == dtype)
+        .map(|i| i as u8)
+}
+
+/// The roofline's inputs for one node (`estimate_roofline_runtime_ms`).
+fn compute_work(id: NodeId, node: &Node, nodes: &[Node]) -> ComputeWork {
+    let formula = Formula::of(&node.target);
+    let call = flops::Call { node, nodes };
+    let flops = formula.map(|f| f.count(&call));
+    let mut work = ComputeWork {
+        node: id,
+        flops: flops.unwrap_or(Some(0)),
+        time_flops: 0,
+        bytes: 0,
+        dtype: None,
+    };
+    let Some(out) = tensor::val(node) else {
+        return work;
+    };
+    let mut read = 0u128;
+    let mut add_reads = |value: &PyValue| {
+        fn walk(value: &PyValue, nodes: &[Node], read: &mut u128) {
+            match value {
+                PyValue::Node(_) => {
+                    if let Some(val) = node_index(value)
+                        .and_then(|i| nodes.get(i))
+                        .and_then(tensor::val)
+                    {
+                        for_each_tensor(val, &mut |t| {
+                            *read = read.saturating_add(t.transfer_bytes())
+                        });
+                    }
+                }
+                PyValue::List(items) => items.iter().for_each(|v| walk(v, nodes, read)),
+                PyValue::Dict(map) => map.values().for_each(|v| walk(v, nodes, read)),
+                _ => {}
+            }
+        }
+        walk(value, nodes, &mut read)
+    };
+    node.args.iter().for_each(&mut add_reads);
+    node.kwargs.values().for_each(&mut add_reads);
+    let mut written = 0u128;
+    let mut first_dtype = None;
+    for_each_tensor(out, &mut |t| {
+        written = written.saturating_add(t.transfer_bytes());
+        if first_dtype.is_none() {
+            first_dtype = Some(t.dtype);
+        }
+    });
+    work.bytes = read.saturating_add(written);
+    work.dtype = first_dtype.and_then(dtype_index);
+    if let (Some(formula), Some(Some(count))) = (formula, flops) {
+        if first_dtype.is_some() {
+            work.time_flops = if formula.reads_sparsity_hint() {
+                flops::apply_sparsity_hint(count, node)
+            } else {
+                count
+            };
+        }
+    }
+    work
+}
+
+/// One collective's modelled cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CommTime {
+    /// `_get_group_size_by_name(group)`: from `group_ranks`, else the op's own argument.
+    pub group_size: Option<u64>,
+    pub time: CollectiveTime,
+}
+
+/// Microseconds per node and per collective on one piece of hardware: computed once per
+/// hardware (and group sizes), reused by every plan.
+#[derive(Clone, Debug, Default)]
+pub struct Timing {
+    /// Roofline time of every node (0 for nodes that are not compute).
+    pub node_us: Vec<f64>,
+    /// Parallel to [`GraphWork::comms`].
+    pub comms: Vec<CommTime>,
+    /// Group size per [`GraphWork::groups`] entry, from `group_ranks`.
+    pub group_sizes: Vec<Option<u64>>,
+}
+
+impl Timing {
+    pub fn new(
+        work: &GraphWork,
+        hardware: &Hardware,
+        group_ranks: &IndexMap<String, Vec<i128>>,
+    ) -> Timing {
+        let peaks: Vec<f64> = crate::value::TORCH_DTYPES
+            .iter()
+            .map(|d| hardware.roofline.peak(d))
+            .collect();
+        let mut node_us = vec![0.0; work.len];
+        for c in &work.compute {
+            let peak = c
+                .dtype
+                .and_then(|d| peaks.get(d as usize))
+                .copied()
+                .unwrap_or(0.0);
+            let compute = if c.time_flops > 0 {
+                hardware.roofline.compute_ns(c.time_flops, peak)
+            } else {
+                0.0
+            };
+            let us = f64::max(compute, hardware.roofline.transfer_ns(c.bytes)) / 1e3;
+            if let Some(slot) = node_us.get_mut(c.node) {
+                *slot = if us.is_finite() { us } else { 0.0 };
+            }
+        }
+        let group_sizes: Vec<Option<u64>> = work
+            .groups
+            .iter()
+            .map(|g| group_ranks.get(g).map(|ranks| ranks.len() as u64))
+            .collect();
+        let comms = work
+            .comms
+            .iter()
+            .map(|c| {
+                let group_size = c
+                    .group
+                    .and_then(|g| group_sizes.get(g as usize).copied().flatten())
+                    .or(c.group_size_arg);
+                let time = match group_size {
+                    Some(size) => collective_time(
+                        u64::try_from(c.bytes).unwrap_or(u64::MAX),
+                        size,
+                        c.coll,
+                        &hardware.network,
+                    ),
+                    None => CollectiveTime {
+                        us: 0.0,
+                        algo: None,
+                    },
+                };
+                CommTime { group_size, time }
+            })
+            .collect();
+        Timing {
+            node_us,
+            comms,
+            group_sizes,
+        }
+    }
+}
+
+/// A planned bucket's cost: its bucketed collective (the members' tensors together).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketCost {
+    /// Index into the plan's buckets.
+    pub bucket: usize,
+    pub bytes: u128,
+    pub group_size: Option<u64>,
+    pub coll: CollectiveType,
+    pub time: CollectiveTime,
+    /// Where the bucket is issued (after its latest input) and where compute waits for it
+    /// (its earliest consumer).
+    pub issue_at: NodeId,
+    pub block_at: NodeId,
+}
+
+/// A step simulated with a plan: the step, and each bucket's cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedStep {
+    pub step: Step,
+    pub buckets: Vec<BucketCost>,
+    /// Index into `step.launches` of each bucket's launch (parallel to `buckets`).
+    pub bucket_launch: Vec<usize>,
+    /// Index into `step.launches` of each collective left as it is (parallel to
+    /// [`GraphWork::comms`]; `None` for a bucket member).
+    pub comm_launch: Vec<Option<usize>>,
+}
+
+/// A graph's cost model on one piece of hardware: build once per graph (and per hardware
+/// change, with [`CostModel::set_hardware`]), then simulate each plan.
+#[derive(Clone, Debug)]
+pub struct CostModel {
+    pub work: GraphWork,
+    pub hardware: Hardware,
+    pub timing: Timing,
+    group_ranks: IndexMap<String, Vec<i128>>,
+}
+
+impl CostModel {
+    /// `group_ranks` gives process-group sizes (a plan's `group_ranks`).
+    pub fn new(
+        graph: &Graph,
+        hardware: Hardware,
+        group_ranks: &IndexMap<String, Vec<i128>>,
+    ) -> CostModel {
+        let work = GraphWork::new(graph);
+        let timing = Timing::new(&work, &hardware, group_ranks);
+        CostModel {
+            work,
+            hardware,
+            timing,
+            group_ranks: group_ranks.clone(),
+        }
+    }
+
+    /// Re-times the graph on other hardware (the graph's work is kept).
+    pub fn set_hardware(&mut self, hardware: Hardware) {
+        self.timing = Timing::new(&self.work, &hardware, &self.group_ranks);
+        self.hardware = hardware;
+    }
+
+    /// Re-times collectives when a plan's `group_ranks` differ from the model's.
+    pub fn set_group_ranks(&mut self, group_ranks: &IndexMap<String, Vec<i128>>) {
+        if *group_ranks != self.group_ranks {
+            self.group_ranks = group_ranks.clone();
+            self.timing = Timing::new(&self.work, &self.hardware, group_ranks);
+        }
+    }
+
+    /// Stream of a collective: its process group (unknown groups share one stream).
+    fn stream(&self, group: Option<u32>) -> u32 {
+        group.unwrap_or(self.work.groups.len() as u32)
+    }
+
+    /// The graph as it is: every collective issued at its node, waited at its waits.
+    pub fn unbucketed(&self) -> Step {
+        let launches: Vec<Launch> = self
+            .work
+            .comms
+            .iter()
+            .zip(&self.timing.comms)
+            .map(|(c, t)| Launch {
+                issue_at: c.node,
+                stream: self.stream(c.group),
+                us: t.time.us,
+            })
+            .collect();
+        let blocks: Vec<(NodeId, usize)> = self
+            .work
+            .waits
+            .iter()
+            .map(|&(node, comm)| (node, comm as usize))
+            .collect();
+        simulate::run(&self.timing.node_us, launches, blocks)
+    }
+
+    /// The graph with `plan`'s buckets: each bucket replaces its members by one collective of
+    /// their tensors together, issued after its latest input and waited before its earliest
+    /// consumer; every other collective stays where it is.
+    pub fn planned(&self, plan: &BucketPlan) -> PlannedStep {
+        let mut member = vec![false; self.work.comms.len()];
+        let mut buckets = Vec::with_capacity(plan.buckets.len());
+        for (index, bucket) in plan.buckets.iter().enumerate() {
+            let mut bytes = 0u128;
+            let mut coll = CollectiveType::Unsupported;
+            let mut group = None;
+            let mut single_time = None;
+            for m in bucket.members.iter() {
+                if let Some(c) = self.work.comm_at(m.launch) {
+                    if let Some(flag) = member.get_mut(c) {
+                        *flag = true;
+                    }
+                    if let Some(work) = self.work.comms.get(c) {
+                        bytes = bytes.saturating_add(work.bytes);
+                        coll = work.coll;
+                        group = work.group;
+                    }
+                    if bucket.members.len() == 1 {
+                        single_time = self.timing.comms.get(c).copied();
+                    }
+                }
+            }
+            let size = bucket.members.first().map_or(0, |m| m.key.ranks.len()) as u64;
+            let time = match single_time {
+                // A singleton is its own collective: reuse its time when the sizes agree.
+                Some(t) if t.group_size == Some(size) => t.time,
+                _ => collective_time(
+                    u64::try_from(bytes).unwrap_or(u64::MAX),
+                    size,
+                    coll,
+                    &self.hardware.network,
+                ),
+            };
+            buckets.push((
+                BucketCost {
+                    bucket: index,
+                    bytes,
+                    group_size: Some(size),
+                    coll,
+                    time,
+                    issue_at: bucket.latest_input().saturating_add(1),
+                    block_at: bucket.earliest_consumer(),
+                },
+                group,
+            ));
+        }
+        // Buckets first: at the same position a bucket issued after its latest input precedes
+        // a collective issued at that node.
+        let mut launches = Vec::with_capacity(buckets.len() + self.work.comms.len());
+        let mut blocks = Vec::with_capacity(buckets.len() + self.work.waits.len());
+        let mut bucket_launch = Vec::with_capacity(buckets.len());
+        for (b, group) in &buckets {
+            bucket_launch.push(launches.len());
+            blocks.push((b.block_at, launches.len()));
+            launches.push(Launch {
+                issue_at: b.issue_at,
+                stream: self.stream(*group),
+                us: b.time.us,
+            });
+        }
+        let mut comm_launch = vec![None; self.work.comms.len()];
+        for (i, (c, t)) in self.work.comms.iter().zip(&self.timing.comms).enumerate() {
+            if member.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            comm_launch[i] = Some(launches.len());
+            launches.push(Launch {
+                issue_at: c.node,
+                stream: self.stream(c.group),
+                us: t.time.us,
+            });
+        }
+        for &(node, comm) in &self.work.waits {
+            if let Some(&Some(l)) = comm_launch.get(comm as usize) {
+                blocks.push((node, l));
+            }
+        }
+        let step = simulate::run(&self.timing.node_us, launches, blocks);
+        PlannedStep {
+            step,
+            buckets: buckets.into_iter().map(|(b, _)| b).collect(),
+            bucket_launch,
+            comm_launch,
+        }
+    }
+}
+
+/// `commlens cost` as a function: the plan's graph costed on `hardware`.
+pub fn cost_report(graph: &Graph, plan: &BucketPlan, hardware: Hardware) -> CostReport {
+    let model = CostModel::new(graph, hardware, &plan.group_ranks);
+    CostReport::new(graph, plan, &model)
+}
