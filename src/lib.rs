@@ -95,12 +95,21 @@ pub fn read_and_plan(
     dump: &[u8],
     args_json: Option<&[u8]>,
 ) -> Result<(Graph, BucketPlan), PlanFailure> {
+    read_and_plan_with(dump, args_json, &mut ())
+}
+
+/// [`read_and_plan`], handing each node to `extra` while the reader has it in cache.
+pub fn read_and_plan_with(
+    dump: &[u8],
+    args_json: Option<&[u8]>,
+    extra: &mut dyn graph::FactsSink,
+) -> Result<(Graph, BucketPlan), PlanFailure> {
     let args = match args_json {
         Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
         None => None,
     };
     let planner: planner::Planner<Graph> =
-        planner::read_prepared(dump).map_err(PlanFailure::Dump)?;
+        planner::read_prepared_with(dump, extra).map_err(PlanFailure::Dump)?;
     let planner_args = resolve_args(planner.graph(), args.as_ref());
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))
@@ -113,6 +122,8 @@ pub fn cost_report(
     args_json: Option<&[u8]>,
     hardware: cost::Hardware,
 ) -> Result<cost::CostReport, PlanFailure> {
-    let (graph, plan) = read_and_plan(dump, args_json)?;
-    Ok(cost::cost_report(&graph, &plan, hardware))
+    let mut work = cost::GraphWorkBuilder::default();
+    let (graph, plan) = read_and_plan_with(dump, args_json, &mut work)?;
+    let model = cost::CostModel::with_work(work.finish_for(&graph), hardware, &plan.group_ranks);
+    Ok(cost::CostReport::new(&graph, &plan, &model))
 }

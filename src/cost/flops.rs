@@ -151,12 +151,18 @@ impl Formula {
     }
 }
 
+/// The static shapes of the nodes a call reads (their `val` when it is one tensor whose
+/// dimensions are all plain ints).
+pub trait InputShapes {
+    fn shape(&self, node: usize) -> Option<&[u64]>;
+}
+
 /// One call as a formula sees it: the node's arguments with tensors replaced by the shapes
 /// their nodes record, and the node's own result as `out_val`.
 pub struct Call<'a> {
     pub node: &'a Node,
-    /// The graph's nodes, to resolve argument references.
-    pub nodes: &'a [Node],
+    /// Resolves argument references to shapes.
+    pub inputs: &'a dyn InputShapes,
 }
 
 impl<'a> Call<'a> {
@@ -169,14 +175,9 @@ impl<'a> Call<'a> {
             .or_else(|| lookup(&self.node.kwargs, name))
     }
 
-    /// The tensor a value stands for (a reference to a node whose `val` is a tensor).
-    fn tensor(&self, value: &PyValue) -> Option<TensorMeta<'a>> {
-        let node = self.nodes.get(node_index(value)?)?;
-        TensorMeta::of(super::tensor::val(node)?)
-    }
-
     fn shape_of(&self, value: &PyValue) -> Option<Vec<u128>> {
-        self.tensor(value)?.static_shape()
+        let dims = self.inputs.shape(node_index(value)?)?;
+        Some(dims.iter().map(|&d| u128::from(d)).collect())
     }
 
     fn shape(&self, pos: usize, name: &str) -> Option<Vec<u128>> {
@@ -476,10 +477,8 @@ fn attention(call: &Call, layout: Layout) -> Option<u128> {
             return None;
         }
     }
-    let cum_q_shape = call.tensor(cum_q)?;
-    let cum_k_shape = call.tensor(cum_k)?;
-    let offsets = cum_q_shape.static_shape()?;
-    if offsets != cum_k_shape.static_shape()? {
+    let offsets = call.shape_of(cum_q)?;
+    if offsets != call.shape_of(cum_k)? {
         return None;
     }
     let sequences = offsets.first()?.saturating_sub(1);

@@ -79,7 +79,6 @@ struct CommOp {
 /// `c10d_functional` with `tag, ranks, group_size`, and `_dtensor.shard_dim_alltoall`).
 /// The planner's `is_collective` (`graph.rs`) is a different, narrower helper of the spec.
 fn comm_op(namespace: &str, op: &str) -> Option<CommOp> {
-    let coll = CollectiveType::from_kernel_name(op);
     let positions = match namespace {
         "_c10d_functional" | "_c10d_functional_autograd" => match op {
             "all_gather_into_tensor"
@@ -108,7 +107,7 @@ fn comm_op(namespace: &str, op: &str) -> Option<CommOp> {
         _ => return None,
     };
     Some(CommOp {
-        coll,
+        coll: CollectiveType::from_kernel_name(op),
         group_name: positions.0,
         group_size: positions.1,
     })
@@ -124,28 +123,28 @@ fn is_wait(namespace: &str, op: &str) -> bool {
 }
 
 /// A compute node's work: what the roofline needs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ComputeWork {
     pub node: NodeId,
     /// What `FlopCounterMode` counts for the node: `None` for an op with a formula whose count
     /// is unknown here (symbolic sizes, shapes torch's formula would reject); 0 for an op
-    /// without a formula.
-    pub flops: Option<u128>,
+    /// without a formula. Counts saturate at `u64::MAX`.
+    pub flops: Option<u64>,
     /// The FLOPs the roofline uses (flex attention scaled by `sparsity_hint`).
-    time_flops: u128,
+    time_flops: u64,
     /// Bytes read and written (`get_transfer_time`).
-    pub bytes: u128,
+    pub bytes: u64,
     /// Index into `TORCH_DTYPES` of the first output tensor's dtype.
     dtype: Option<u8>,
 }
 
 /// A communication op's work: what the NCCL model needs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CommWork {
     pub node: NodeId,
     pub coll: CollectiveType,
     /// `estimate_fx_collective_size`: input and output tensor bytes.
-    pub bytes: u128,
+    pub bytes: u64,
     /// The process group's name (index into [`GraphWork::groups`]), when it is a string.
     pub group: Option<u32>,
     /// The op's own `group_size` argument (or the legacy ops' `ranks`).
@@ -165,41 +164,276 @@ pub struct GraphWork {
     pub groups: Vec<String>,
     /// The comm index of each node that is a communication op (`u32::MAX` otherwise).
     comm_at: Vec<u32>,
+    /// `getitem` nodes of a coalesced collective's result: node → comm index.
+    item_of: crate::planner::FastMap<NodeId, u32>,
 }
 
 const NO_COMM: u32 = u32::MAX;
 
+/// What the estimators read of a node's own result (`meta["val"]`), summarised once per node
+/// in graph order: a node's users read this compact record instead of following the
+/// pointers of their inputs' metadata again (a 100k-node graph's inputs are all over memory).
+#[derive(Clone, Copy, Debug, Default)]
+struct ValInfo {
+    /// `val` is one tensor: its bytes as `estimate_fx_collective_size` counts them.
+    tensor: Option<u64>,
+    /// `val` is a list or tuple: the bytes of its tensor elements, likewise.
+    elements: Option<u64>,
+    /// Bytes of every tensor in `val` (`get_num_bytes`, broadcast dimensions once).
+    transfer: u64,
+    /// The first tensor's dtype, as an index into `TORCH_DTYPES`.
+    dtype: Option<u8>,
+    /// `val` is present (the roofline gives a node without one no time).
+    present: bool,
+    /// `val` is one tensor of static shape: its dimensions, `(start, len)` in the shape table.
+    shape: Option<(u32, u8)>,
+}
+
+/// `str(dtype)` to its index in `TORCH_DTYPES`, built once per graph.
+struct Dtypes(crate::planner::FastMap<&'static str, u8>);
+
+impl Dtypes {
+    fn new() -> Dtypes {
+        Dtypes(
+            crate::value::TORCH_DTYPES
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (*d, i as u8))
+                .collect(),
+        )
+    }
+
+    fn index(&self, dtype: &str) -> Option<u8> {
+        self.0.get(dtype).copied()
+    }
+}
+
+fn saturate(n: u128) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+impl ValInfo {
+    fn of(node: &Node, dtypes: &Dtypes, shapes: &mut Vec<u64>) -> ValInfo {
+        let mut info = ValInfo::default();
+        let Some(val) = tensor::val(node) else {
+            return info;
+        };
+        info.present = true;
+        let mut transfer = 0u128;
+        let (mut dtype, mut first) = (None, true);
+        let mut add = |t: TensorMeta| {
+            transfer = transfer.saturating_add(t.transfer_bytes());
+            if first {
+                first = false;
+                dtype = dtypes.index(t.dtype);
+            }
+        };
+        match val {
+            PyValue::Tensor(_) => {
+                if let Some(t) = TensorMeta::of(val) {
+                    info.tensor = t.collective_bytes().map(saturate);
+                    let start = shapes.len();
+                    let dims = t
+                        .shape
+                        .iter()
+                        .map(|d| tensor::static_dim(d).and_then(|d| u64::try_from(d).ok()));
+                    let fits = dims.len() <= usize::from(u8::MAX) && u32::try_from(start).is_ok();
+                    if fits && dims.clone().all(|d| d.is_some()) {
+                        shapes.extend(dims.flatten());
+                        info.shape = Some((start as u32, t.shape.len() as u8));
+                    }
+                    add(t);
+                }
+            }
+            PyValue::List(items) => {
+                let mut elements = 0u128;
+                for item in items {
+                    if let Some(t) = TensorMeta::of(item) {
+                        elements = elements.saturating_add(t.collective_bytes().unwrap_or(0));
+                        add(t);
+                    } else {
+                        for_each_tensor(item, &mut add);
+                    }
+                }
+                info.elements = Some(saturate(elements));
+            }
+            other => for_each_tensor(other, &mut add),
+        }
+        info.transfer = saturate(transfer);
+        info.dtype = dtype;
+        info
+    }
+}
+
+/// The per-node records a node's users read: value summaries and the shape table.
+#[derive(Default)]
+struct Values {
+    vals: Vec<ValInfo>,
+    shapes: Vec<u64>,
+}
+
+impl flops::InputShapes for Values {
+    fn shape(&self, node: usize) -> Option<&[u64]> {
+        let (start, len) = self.vals.get(node)?.shape?;
+        let start = start as usize;
+        self.shapes.get(start..start + usize::from(len))
+    }
+}
+
+/// Builds a [`GraphWork`] one node at a time, in graph order: from a graph in memory
+/// ([`GraphWork::new`]), or while a reader has each node in cache.
+pub struct GraphWorkBuilder {
+    dtypes: Dtypes,
+    values: Values,
+    work: GraphWork,
+}
+
+impl Default for GraphWorkBuilder {
+    fn default() -> GraphWorkBuilder {
+        GraphWorkBuilder::with_capacity(0)
+    }
+}
+
+impl GraphWorkBuilder {
+    pub fn with_capacity(nodes: usize) -> GraphWorkBuilder {
+        GraphWorkBuilder {
+            dtypes: Dtypes::new(),
+            values: Values {
+                vals: Vec::with_capacity(nodes),
+                shapes: Vec::with_capacity(nodes * 2),
+            },
+            work: GraphWork {
+                comm_at: Vec::with_capacity(nodes),
+                compute: Vec::with_capacity(nodes / 2),
+                ..GraphWork::default()
+            },
+        }
+    }
+
+    /// How many nodes were added.
+    pub fn len(&self) -> usize {
+        self.values.vals.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.vals.is_empty()
+    }
+
+    /// Adds the next node; `view` is its graph fact (`NodeFacts::view`): it launches no kernel.
+    pub fn add(&mut self, node: &Node, view: bool) {
+        let id = self.values.vals.len();
+        let own = ValInfo::of(node, &self.dtypes, &mut self.values.shapes);
+        self.work.comm_at.push(NO_COMM);
+        if node.op == Op::CallFunction {
+            self.add_call(id, node, &own, view);
+        }
+        self.values.vals.push(own);
+    }
+
+    pub fn finish(mut self) -> GraphWork {
+        self.work.len = self.values.vals.len();
+        self.work
+    }
+
+    fn add_call(&mut self, id: NodeId, node: &Node, own: &ValInfo, view: bool) {
+        let work = &mut self.work;
+        let values = &self.values;
+        if let Some((namespace, op, _)) = split_op(&node.target) {
+            if let Some(comm) = comm_op(namespace, op) {
+                work.add_comm(id, node, own, &values.vals, comm);
+                return;
+            }
+            if is_wait(namespace, op) {
+                work.add_wait(id, node);
+                return;
+            }
+        }
+        if node.target == "_operator.getitem" {
+            // An element of a coalesced collective's result, which a wait may name.
+            let source = node.args.first().and_then(node_index);
+            if let Some(comm) = source.and_then(|s| work.comm_at(s)) {
+                work.item_of.insert(id, comm as u32);
+            }
+        }
+        // Views and `getitem` launch no kernel. (torch's roofline gives `getitem` the bytes
+        // of its whole input; see docs/cost-model.md.)
+        if view {
+            return;
+        }
+        let formula = Formula::of(&node.target);
+        let flops = formula.map(|f| {
+            f.count(&flops::Call {
+                node,
+                inputs: values,
+            })
+        });
+        let mut compute = ComputeWork {
+            node: id,
+            flops: flops.unwrap_or(Some(0)).map(saturate),
+            time_flops: 0,
+            bytes: 0,
+            dtype: None,
+        };
+        if own.present {
+            // `get_transfer_time`: every tensor argument (as often as it is passed) and every
+            // output tensor.
+            let mut read = 0u64;
+            for_each_input(node, &mut |input| {
+                if let Some(v) = values.vals.get(input) {
+                    read = read.saturating_add(v.transfer);
+                }
+            });
+            compute.bytes = read.saturating_add(own.transfer);
+            compute.dtype = own.dtype;
+            if let (Some(formula), Some(Some(count))) = (formula, flops) {
+                if own.dtype.is_some() {
+                    let count = if formula.reads_sparsity_hint() {
+                        flops::apply_sparsity_hint(count, node)
+                    } else {
+                        count
+                    };
+                    compute.time_flops = saturate(count);
+                }
+            }
+        }
+        work.compute.push(compute);
+    }
+}
+
+/// The builder as the reader's ride-along pass: nodes must come in order from 0, as they do
+/// from [`crate::planner::read_prepared_with`]; [`GraphWorkBuilder::finish_for`] falls back
+/// to a second pass otherwise.
+impl crate::graph::FactsSink for GraphWorkBuilder {
+    fn begin(&mut self) {
+        *self = GraphWorkBuilder::default();
+    }
+
+    fn node(&mut self, index: usize, node: &Node, facts: crate::graph::NodeFacts) {
+        if index == self.len() {
+            self.add(node, facts.view);
+        }
+    }
+}
+
+impl GraphWorkBuilder {
+    /// The work of `graph`, whose nodes this builder saw as the reader read them; built again
+    /// from the graph if it did not see all of them in order.
+    pub fn finish_for(self, graph: &Graph) -> GraphWork {
+        if self.len() == graph.len() {
+            self.finish()
+        } else {
+            GraphWork::new(graph)
+        }
+    }
+}
+
 impl GraphWork {
     pub fn new(graph: &Graph) -> GraphWork {
-        let nodes = graph.nodes();
-        let mut work = GraphWork {
-            len: nodes.len(),
-            comm_at: vec![NO_COMM; nodes.len()],
-            ..GraphWork::default()
-        };
-        for (id, node) in nodes.iter().enumerate() {
-            if node.op != Op::CallFunction {
-                continue;
-            }
-            let split = split_op(&node.target);
-            if let Some((namespace, op, _)) = split {
-                if let Some(comm) = comm_op(namespace, op) {
-                    work.add_comm(id, node, nodes, comm);
-                    continue;
-                }
-                if is_wait(namespace, op) {
-                    work.add_wait(id, node, nodes);
-                    continue;
-                }
-            }
-            // Views and `getitem` launch no kernel. (torch's roofline gives `getitem` the
-            // bytes of its whole input; see docs/cost-model.md.)
-            if graph.facts(id).view {
-                continue;
-            }
-            work.compute.push(compute_work(id, node, nodes));
+        let mut builder = GraphWorkBuilder::with_capacity(graph.len());
+        for (node, facts) in graph.nodes().iter().zip(graph.all_facts()) {
+            builder.add(node, facts.view);
         }
-        work
+        builder.finish()
     }
 
     /// The comm index of node `id`, if it is a communication op.
@@ -220,7 +454,7 @@ impl GraphWork {
         }
     }
 
-    fn add_comm(&mut self, id: NodeId, node: &Node, nodes: &[Node], op: CommOp) {
+    fn add_comm(&mut self, id: NodeId, node: &Node, own: &ValInfo, vals: &[ValInfo], op: CommOp) {
         let group = op
             .group_name
             .and_then(|pos| node.args.get(pos))
@@ -243,7 +477,7 @@ impl GraphWork {
         self.comms.push(CommWork {
             node: id,
             coll: op.coll,
-            bytes: collective_size(node, nodes),
+            bytes: collective_size(node, own, vals),
             group,
             group_size_arg,
         });
@@ -251,139 +485,75 @@ impl GraphWork {
 
     /// A wait blocks on the collective it reads, directly or through a `getitem` of a
     /// coalesced collective's result (`_get_collective_node_from_wait`).
-    fn add_wait(&mut self, id: NodeId, node: &Node, nodes: &[Node]) {
-        let mut targets = Vec::new();
-        match node.args.first() {
-            Some(PyValue::List(items)) => targets.extend(items.iter().filter_map(node_index)),
-            Some(value) => targets.extend(node_index(value)),
-            None => {}
-        }
-        for target in targets {
-            let comm = self.comm_at(target).or_else(|| {
-                let source = nodes.get(target)?;
-                if source.op != Op::CallFunction || source.target != "_operator.getitem" {
-                    return None;
-                }
-                self.comm_at(node_index(source.args.first()?)?)
-            });
+    fn add_wait(&mut self, id: NodeId, node: &Node) {
+        let mut block_on = |target: usize| {
+            let comm = self
+                .comm_at(target)
+                .or_else(|| self.item_of.get(&target).map(|&c| c as usize));
             if let Some(comm) = comm {
                 self.waits.push((id, comm as u32));
             }
+        };
+        match node.args.first() {
+            Some(PyValue::List(items)) => {
+                items.iter().filter_map(node_index).for_each(&mut block_on)
+            }
+            Some(value) => node_index(value).into_iter().for_each(&mut block_on),
+            None => {}
         }
     }
 }
 
+/// Calls `f` with every node the call passes (args, then kwargs; nested lists and dicts; as
+/// often as it is passed).
+fn for_each_input(node: &Node, f: &mut impl FnMut(usize)) {
+    fn walk(value: &PyValue, f: &mut impl FnMut(usize)) {
+        match value {
+            PyValue::Node(_) => node_index(value).into_iter().for_each(&mut *f),
+            PyValue::List(items) => items.iter().for_each(|v| walk(v, f)),
+            PyValue::Dict(map) => map.values().for_each(|v| walk(v, f)),
+            _ => {}
+        }
+    }
+    node.args.iter().for_each(|v| walk(v, f));
+    node.kwargs.values().for_each(|v| walk(v, f));
+}
+
 /// `estimate_fx_collective_size(node)`: the bytes of every tensor the call reads (each node
-/// argument, the `out` keyword left out) plus the bytes of its result; 0 when it reads no
-/// tensor or has no result.
-pub fn collective_size(node: &Node, nodes: &[Node]) -> u128 {
-    fn inputs(value: &PyValue, nodes: &[Node], total: &mut Option<u128>) {
+/// argument whose `val` is a tensor, the `out` keyword left out) plus the bytes of its result
+/// (a tensor, or the tensors of a list); 0 when it reads no tensor or has no result.
+fn collective_size(node: &Node, own: &ValInfo, vals: &[ValInfo]) -> u64 {
+    fn inputs(value: &PyValue, vals: &[ValInfo], total: &mut Option<u64>) {
         match value {
             PyValue::Node(_) => {
-                let tensor = node_index(value)
-                    .and_then(|i| nodes.get(i))
-                    .and_then(tensor::val)
-                    .and_then(TensorMeta::of)
-                    .and_then(|t| t.collective_bytes());
-                if let Some(bytes) = tensor {
+                if let Some(bytes) = node_index(value)
+                    .and_then(|i| vals.get(i))
+                    .and_then(|v| v.tensor)
+                {
                     *total = Some(total.unwrap_or(0).saturating_add(bytes));
                 }
             }
-            PyValue::List(items) => items.iter().for_each(|v| inputs(v, nodes, total)),
-            PyValue::Dict(map) => map.values().for_each(|v| inputs(v, nodes, total)),
+            PyValue::List(items) => items.iter().for_each(|v| inputs(v, vals, total)),
+            PyValue::Dict(map) => map.values().for_each(|v| inputs(v, vals, total)),
             _ => {}
         }
     }
     let mut input = None;
-    node.args.iter().for_each(|v| inputs(v, nodes, &mut input));
+    node.args.iter().for_each(|v| inputs(v, vals, &mut input));
     for (key, value) in &node.kwargs {
         if key.as_str() != "out" {
-            inputs(value, nodes, &mut input);
+            inputs(value, vals, &mut input);
         }
     }
     let Some(input) = input else {
         return 0;
     };
-    let output = match tensor::val(node) {
-        Some(PyValue::List(items)) => items
-            .iter()
-            .filter_map(TensorMeta::of)
-            .filter_map(|t| t.collective_bytes())
-            .fold(0u128, u128::saturating_add),
-        Some(value @ PyValue::Tensor(_)) => match TensorMeta::of(value) {
-            Some(t) => t.collective_bytes().unwrap_or(0),
-            None => return 0,
-        },
-        _ => return 0,
+    let output = match (own.tensor, own.elements) {
+        (Some(bytes), _) | (None, Some(bytes)) => bytes,
+        // A tensor whose bytes cannot be read (unknown dtype), or no tensor result.
+        (None, None) => return 0,
     };
     input.saturating_add(output)
-}
-
-fn dtype_index(dtype: &str) -> Option<u8> {
-    crate::value::TORCH_DTYPES
-        .iter()
-        .position(|d| *d == dtype)
-        .map(|i| i as u8)
-}
-
-/// The roofline's inputs for one node (`estimate_roofline_runtime_ms`).
-fn compute_work(id: NodeId, node: &Node, nodes: &[Node]) -> ComputeWork {
-    let formula = Formula::of(&node.target);
-    let call = flops::Call { node, nodes };
-    let flops = formula.map(|f| f.count(&call));
-    let mut work = ComputeWork {
-        node: id,
-        flops: flops.unwrap_or(Some(0)),
-        time_flops: 0,
-        bytes: 0,
-        dtype: None,
-    };
-    let Some(out) = tensor::val(node) else {
-        return work;
-    };
-    let mut read = 0u128;
-    let mut add_reads = |value: &PyValue| {
-        fn walk(value: &PyValue, nodes: &[Node], read: &mut u128) {
-            match value {
-                PyValue::Node(_) => {
-                    if let Some(val) = node_index(value)
-                        .and_then(|i| nodes.get(i))
-                        .and_then(tensor::val)
-                    {
-                        for_each_tensor(val, &mut |t| {
-                            *read = read.saturating_add(t.transfer_bytes())
-                        });
-                    }
-                }
-                PyValue::List(items) => items.iter().for_each(|v| walk(v, nodes, read)),
-                PyValue::Dict(map) => map.values().for_each(|v| walk(v, nodes, read)),
-                _ => {}
-            }
-        }
-        walk(value, nodes, &mut read)
-    };
-    node.args.iter().for_each(&mut add_reads);
-    node.kwargs.values().for_each(&mut add_reads);
-    let mut written = 0u128;
-    let mut first_dtype = None;
-    for_each_tensor(out, &mut |t| {
-        written = written.saturating_add(t.transfer_bytes());
-        if first_dtype.is_none() {
-            first_dtype = Some(t.dtype);
-        }
-    });
-    work.bytes = read.saturating_add(written);
-    work.dtype = first_dtype.and_then(dtype_index);
-    if let (Some(formula), Some(Some(count))) = (formula, flops) {
-        if first_dtype.is_some() {
-            work.time_flops = if formula.reads_sparsity_hint() {
-                flops::apply_sparsity_hint(count, node)
-            } else {
-                count
-            };
-        }
-    }
-    work
 }
 
 /// One collective's modelled cost.
@@ -447,12 +617,7 @@ impl Timing {
                     .and_then(|g| group_sizes.get(g as usize).copied().flatten())
                     .or(c.group_size_arg);
                 let time = match group_size {
-                    Some(size) => collective_time(
-                        u64::try_from(c.bytes).unwrap_or(u64::MAX),
-                        size,
-                        c.coll,
-                        &hardware.network,
-                    ),
+                    Some(size) => collective_time(c.bytes, size, c.coll, &hardware.network),
                     None => CollectiveTime {
                         us: 0.0,
                         algo: None,
@@ -474,7 +639,7 @@ impl Timing {
 pub struct BucketCost {
     /// Index into the plan's buckets.
     pub bucket: usize,
-    pub bytes: u128,
+    pub bytes: u64,
     pub group_size: Option<u64>,
     pub coll: CollectiveType,
     pub time: CollectiveTime,
@@ -513,7 +678,15 @@ impl CostModel {
         hardware: Hardware,
         group_ranks: &IndexMap<String, Vec<i128>>,
     ) -> CostModel {
-        let work = GraphWork::new(graph);
+        CostModel::with_work(GraphWork::new(graph), hardware, group_ranks)
+    }
+
+    /// The model over work already gathered (by the reader's ride-along pass, say).
+    pub fn with_work(
+        work: GraphWork,
+        hardware: Hardware,
+        group_ranks: &IndexMap<String, Vec<i128>>,
+    ) -> CostModel {
         let timing = Timing::new(&work, &hardware, group_ranks);
         CostModel {
             work,
@@ -571,7 +744,7 @@ impl CostModel {
         let mut member = vec![false; self.work.comms.len()];
         let mut buckets = Vec::with_capacity(plan.buckets.len());
         for (index, bucket) in plan.buckets.iter().enumerate() {
-            let mut bytes = 0u128;
+            let mut bytes = 0u64;
             let mut coll = CollectiveType::Unsupported;
             let mut group = None;
             let mut single_time = None;
@@ -594,12 +767,7 @@ impl CostModel {
             let time = match single_time {
                 // A singleton is its own collective: reuse its time when the sizes agree.
                 Some(t) if t.group_size == Some(size) => t.time,
-                _ => collective_time(
-                    u64::try_from(bytes).unwrap_or(u64::MAX),
-                    size,
-                    coll,
-                    &self.hardware.network,
-                ),
+                _ => collective_time(bytes, size, coll, &self.hardware.network),
             };
             buckets.push((
                 BucketCost {

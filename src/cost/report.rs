@@ -14,7 +14,7 @@ pub struct CollectiveRow {
     pub op: String,
     /// `NCCL_COLL` (`all_gather`, ..., `unsupported`).
     pub coll: &'static str,
-    pub bytes: u128,
+    pub bytes: u64,
     pub group_size: Option<u64>,
     pub us: f64,
     /// `Ring/LL128`, ...; `None` where the model gives no time.
@@ -28,7 +28,7 @@ pub struct CollectiveRow {
 pub struct ComputeRow {
     pub node: String,
     pub target: String,
-    pub flops: Option<u128>,
+    pub flops: Option<u64>,
     pub us: f64,
 }
 
@@ -39,7 +39,7 @@ pub struct BucketRow {
     pub members: usize,
     /// The first member's node name.
     pub first: String,
-    pub bytes: u128,
+    pub bytes: u64,
     pub us: f64,
     pub algo: Option<&'static str>,
     /// Compute stalled this long on it (planned).
@@ -232,7 +232,8 @@ impl CostReport {
             .compute
             .iter()
             .filter_map(|c| c.flops)
-            .fold(0, u128::saturating_add);
+            .map(u128::from)
+            .sum();
         let unknown_flops = self.compute.iter().filter(|c| c.flops.is_none()).count();
         let _ = write!(
             out,
@@ -300,7 +301,7 @@ impl CostReport {
         }
 
         let _ = writeln!(out, "\nMost exposed buckets or collectives, planned:");
-        let mut planned: Vec<(String, u128, f64, Option<&str>, f64)> = self
+        let mut planned: Vec<(String, u64, f64, Option<&str>, f64)> = self
             .buckets
             .iter()
             .filter(|b| b.exposed_us > 0.0)
@@ -338,8 +339,8 @@ impl CostReport {
 }
 
 /// A byte or FLOP count as a JSON integer (saturating at `u64::MAX`, beyond any real graph).
-fn int(n: u128) -> Value {
-    Value::from(u64::try_from(n).unwrap_or(u64::MAX))
+fn int(n: u64) -> Value {
+    Value::from(n)
 }
 
 fn summary_json(s: &StepSummary) -> Value {
@@ -382,7 +383,7 @@ fn us(x: f64) -> String {
     }
 }
 
-fn bytes(n: u128) -> String {
+fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = n as f64;
     let mut unit = 0;

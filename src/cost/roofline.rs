@@ -170,7 +170,7 @@ impl Roofline {
     }
 
     /// `flops_to_ns(flops, dtype)`: `(flops / 2) / (efficiency * peak) * 1e9` (0 without a peak).
-    pub fn compute_ns(&self, flops: u128, peak_tflops: f64) -> f64 {
+    pub fn compute_ns(&self, flops: u64, peak_tflops: f64) -> f64 {
         let peak = peak_tflops * 1e12;
         if peak == 0.0 || !peak.is_finite() {
             return 0.0;
@@ -180,7 +180,7 @@ impl Roofline {
     }
 
     /// `get_transfer_time`: bytes over GB/s, in ns (0 without a bandwidth).
-    pub fn transfer_ns(&self, bytes: u128) -> f64 {
+    pub fn transfer_ns(&self, bytes: u64) -> f64 {
         if self.dram_gbps > 0.0 && self.dram_gbps.is_finite() {
             bytes as f64 / self.dram_gbps
         } else {
@@ -189,7 +189,7 @@ impl Roofline {
     }
 
     /// `estimate_roofline_runtime_ms` in microseconds.
-    pub fn node_us(&self, flops: u128, dtype: Option<&str>, bytes: u128) -> f64 {
+    pub fn node_us(&self, flops: u64, dtype: Option<&str>, bytes: u64) -> f64 {
         let compute = match dtype {
             Some(dtype) if flops > 0 => self.compute_ns(flops, self.peak(dtype)),
             _ => 0.0,

@@ -2,7 +2,7 @@
 //! plus `"stride"` when a dimension is broadcast), read the way torch's estimators read a
 //! fake tensor: sizes in elements and bytes, with torch's fallbacks for symbolic sizes.
 
-use crate::dump::{lookup, Node};
+use crate::dump::Node;
 use crate::value::PyValue;
 
 /// Bytes per element of a dtype (`str(dtype)`), as `torch.empty((), dtype=d).element_size()`.
@@ -41,16 +41,24 @@ impl<'a> TensorMeta<'a> {
         let PyValue::Tensor(summary) = value else {
             return None;
         };
-        let map = summary.as_dict()?;
-        let shape = lookup(map, "shape")?.as_list()?;
-        let dtype = match lookup(map, "dtype")? {
-            PyValue::Dtype(s) | PyValue::Str(s) => s.as_str(),
-            _ => return None,
-        };
-        let stride = lookup(map, "stride").and_then(PyValue::as_list);
+        // One pass over the summary's three or four keys.
+        let (mut shape, mut dtype, mut stride) = (None, None, None);
+        for (key, value) in summary.as_dict()? {
+            match key.as_str() {
+                "shape" => shape = value.as_list(),
+                "dtype" => {
+                    dtype = match value {
+                        PyValue::Dtype(s) | PyValue::Str(s) => Some(s.as_str()),
+                        _ => None,
+                    }
+                }
+                "stride" => stride = value.as_list(),
+                _ => {}
+            }
+        }
         Some(TensorMeta {
-            shape,
-            dtype,
+            shape: shape?,
+            dtype: dtype?,
             stride,
         })
     }
@@ -71,14 +79,18 @@ impl<'a> TensorMeta<'a> {
     /// `get_fx_node_size_numel(t.size()) * get_dtype_size(t.dtype)` (`estimate_fx_collective_size`):
     /// a symbolic size counts [`UNHINTED_NUMEL`] elements.
     pub fn collective_bytes(&self) -> Option<u128> {
-        let numel = match self.static_shape() {
-            Some(dims) => dims
-                .iter()
-                .try_fold(1u128, |acc, d| acc.checked_mul(*d))
-                .unwrap_or(u128::MAX),
-            None => UNHINTED_NUMEL,
-        };
-        Some(numel.saturating_mul(self.itemsize()? as u128))
+        let size = self.itemsize()? as u128;
+        let mut numel = 1u128;
+        for dim in self.shape {
+            match static_dim(dim) {
+                Some(d) => numel = numel.saturating_mul(d),
+                None => {
+                    numel = UNHINTED_NUMEL;
+                    break;
+                }
+            }
+        }
+        Some(numel.saturating_mul(size))
     }
 
     /// `get_num_bytes(t)` of `torch.utils._runtime_estimation`: the bytes a kernel touches,

@@ -15,7 +15,7 @@ pub mod report;
 pub use candidates::is_torch_device;
 
 use crate::dump::{read_dump_into, DumpError, Node, NodeSink};
-use crate::graph::{CommTag, Graph, GraphBuilder, NodeId};
+use crate::graph::{CommTag, FactsSink, Graph, GraphBuilder, NodeId};
 use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
@@ -536,26 +536,40 @@ impl BucketPlan {
 pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
     bytes: &[u8],
 ) -> Result<Planner<G>, DumpError> {
-    struct Sink {
+    read_prepared_with(bytes, &mut ())
+}
+
+/// [`read_prepared`], also handing each node and its graph facts to `extra` while the reader
+/// has it in cache (the cost model's per-node work rides along this way). `extra` sees the
+/// nodes in order only if the reader does; check its count against the graph's.
+pub fn read_prepared_with<G: Borrow<Graph> + From<Graph>>(
+    bytes: &[u8],
+    extra: &mut dyn FactsSink,
+) -> Result<Planner<G>, DumpError> {
+    struct Sink<'a> {
         graph: GraphBuilder,
         planner: candidates::Preparer,
+        extra: &'a mut dyn FactsSink,
     }
-    impl NodeSink for Sink {
+    impl NodeSink for Sink<'_> {
         fn begin(&mut self) {
             self.graph.begin();
             self.planner = candidates::Preparer::default();
+            self.extra.begin();
         }
 
         fn node(&mut self, index: usize, node: &Node) {
             self.graph.node(index, node);
             if let Some(facts) = self.graph.facts(index) {
                 self.planner.visit(index, node, facts);
+                self.extra.node(index, node, facts);
             }
         }
     }
     let mut sink = Sink {
         graph: GraphBuilder::default(),
         planner: candidates::Preparer::default(),
+        extra,
     };
     let dump = read_dump_into(bytes, &mut sink)?;
     let count = dump.nodes.len();
