@@ -153,7 +153,7 @@ pub struct CommWork {
 
 /// Everything about a graph that the cost depends on and the hardware does not: computed
 /// once per graph.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct GraphWork {
     pub len: usize,
     pub compute: Vec<ComputeWork>,
