@@ -32,6 +32,11 @@ pub struct Dump {
     pub source: Option<J>,
     /// Default planner arguments recorded with the dump.
     pub planner: Option<J>,
+    /// What the graph's script-object attributes are (an exporter extension, keyed by the
+    /// `get_attr` target): `{"class": "ProcessGroup", "group_name", "group_size", "ranks"}` or
+    /// `{"class": "ReduceOp", "op"}`. Lets c10d collectives, which take a process-group object,
+    /// name their group.
+    pub script_objects: Option<J>,
     /// Problems that do not stop reading (dangling references in metadata).
     pub warnings: Vec<String>,
     /// The graph signature of `nodes` as read, hashed node by node while reading
@@ -375,6 +380,7 @@ fn read_top(
     let state_fqns = read_state_fqns(top.shift_remove("state_fqns"))?;
     let source = optional_object(&mut top, "source")?;
     let planner = optional_object(&mut top, "planner")?;
+    let script_objects = optional_object(&mut top, "script_objects")?;
     let (nodes, warnings, signature) = match nodes {
         NodesInput::Json(items) => {
             let (nodes, warnings) = read_nodes(items)?;
@@ -392,6 +398,7 @@ fn read_top(
         state_fqns,
         source,
         planner,
+        script_objects,
         warnings,
         signature: Some(signature),
     })
@@ -1230,7 +1237,7 @@ impl<'de> Want<'de> for DocumentWant<'_> {
                     )
                 }
                 "format" | "version" | "group_ranks" | "modules" | "state_fqns" | "source"
-                | "planner" => {
+                | "planner" | "script_objects" => {
                     let value: J = map.next_value()?;
                     document.top.insert(key.into_owned(), value);
                 }

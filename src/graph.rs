@@ -717,6 +717,7 @@ mod tests {
             state_fqns: Vec::new(),
             source: None,
             planner: None,
+            script_objects: None,
             signature: None,
             warnings: Vec::new(),
         }

@@ -9,16 +9,19 @@ pub mod dump;
 pub mod graph;
 pub mod identity;
 pub mod key;
+pub mod ops;
 pub mod planner;
 pub mod pyjson;
 pub mod signature;
 pub mod synth;
+pub mod tags;
 pub mod timeline;
 pub mod value;
 
 pub use dump::{read_dump, Dump, DumpError};
 pub use graph::{Graph, NodeId};
 pub use planner::{plan, ArgError, BucketPlan, PlannerArgs};
+pub use tags::TagMode;
 pub use value::PyValue;
 
 use std::fmt;
@@ -88,6 +91,127 @@ pub fn plan_report_json(dump: &[u8], args_json: Option<&[u8]>) -> Result<String,
 pub fn plan_report_text(dump: &[u8], args_json: Option<&[u8]>) -> Result<String, PlanFailure> {
     let (graph, plan) = read_and_plan(dump, args_json)?;
     Ok(planner::report::plan_to_text(&plan, &graph))
+}
+
+/// A plan, and what its tags rest on.
+pub struct Planned {
+    pub graph: Graph,
+    pub plan: BucketPlan,
+    /// With [`TagMode::Roles`]: the tags derived from semantic roles.
+    pub derived: Option<tags::DerivedTags>,
+    /// With [`TagMode::Dump`], when the dump carries no FSDP tags but its collectives have
+    /// FSDP roles: why the plan is empty, and what to do.
+    pub note: Option<String>,
+}
+
+impl Planned {
+    /// The plan report as JSON: the reference's `BucketPlan.to_dict()` byte for byte with
+    /// [`TagMode::Dump`]; with tags derived from roles, also `"tags": "roles"` and the
+    /// `"derived_tags"` (node, comm_type, comm_group, param_name and where it came from,
+    /// state_idx, role, source, phase).
+    pub fn to_json(&self) -> String {
+        let Some(derived) = &self.derived else {
+            return planner::report::plan_to_json(&self.plan, &self.graph);
+        };
+        let mut value = planner::report::plan_to_value(&self.plan, &self.graph);
+        if let PyValue::Dict(map) = &mut value {
+            map.insert(value::Key::new("tags"), PyValue::Str("roles".into()));
+            map.insert(
+                value::Key::new("derived_tags"),
+                derived.to_value(&self.graph),
+            );
+        }
+        let mut text = pyjson::dumps_indented(&value);
+        text.push('\n');
+        text
+    }
+
+    /// The plan in plain words, opening with what its tags rest on (or why it is empty).
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        if let Some(derived) = &self.derived {
+            text.push_str(&derived.describe());
+            text.push_str("\n\n");
+        }
+        text.push_str(&planner::report::plan_to_text(&self.plan, &self.graph));
+        if let Some(note) = &self.note {
+            text.push('\n');
+            text.push_str(note);
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// Reads a dump and plans it with `args.json` (or the dump's own arguments), its FSDP tags
+/// taken as `mode` says.
+pub fn read_and_plan_with(
+    dump: &[u8],
+    args_json: Option<&[u8]>,
+    mode: TagMode,
+) -> Result<Planned, PlanFailure> {
+    match mode {
+        TagMode::Dump => {
+            let (graph, plan) = read_and_plan(dump, args_json)?;
+            let note = (plan.summary.tagged_collectives == 0)
+                .then(|| untagged_note(&graph))
+                .flatten();
+            Ok(Planned {
+                graph,
+                plan,
+                derived: None,
+                note,
+            })
+        }
+        TagMode::Roles => {
+            let args = match args_json {
+                Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
+                None => None,
+            };
+            let graph = Graph::new(read_dump(dump).map_err(PlanFailure::Dump)?);
+            let (graph, derived) = derive_tags(&graph);
+            let planner_args = resolve_args(&graph, args.as_ref());
+            let plan = planner::plan(&graph, &planner_args).map_err(PlanFailure::Args)?;
+            Ok(Planned {
+                graph,
+                plan,
+                derived: Some(derived),
+                note: None,
+            })
+        }
+    }
+}
+
+/// The graph with the FSDP pass's tags derived from its semantic roles (`--tags roles`).
+pub fn derive_tags(graph: &Graph) -> (Graph, tags::DerivedTags) {
+    let classification = identity::classify(graph);
+    let (dump, derived) = tags::derive(graph, &classification);
+    (Graph::new(dump), derived)
+}
+
+/// Why a graph without FSDP tags planned to nothing, when its collectives have FSDP roles.
+fn untagged_note(graph: &Graph) -> Option<String> {
+    let classification = identity::classify(graph);
+    let fsdp: Vec<&identity::CollectiveIdentity> = classification
+        .collectives
+        .iter()
+        .filter(|c| c.role.as_ref().is_some_and(identity::Role::is_fsdp))
+        .collect();
+    if fsdp.is_empty() {
+        return None;
+    }
+    let explicit = fsdp
+        .iter()
+        .filter(|c| c.source == Some(identity::Source::Explicit))
+        .count();
+    Some(format!(
+        "note: no collective carries the FSDP pass's tags (meta[\"comm_type\"]), so the \
+         reference planner found nothing to bucket; {} collective(s) have FSDP roles ({} \
+         explicit, {} inferred): plan with --tags roles to derive the tags from those roles",
+        fsdp.len(),
+        explicit,
+        fsdp.len() - explicit
+    ))
 }
 
 /// Reads a dump and plans it with `args.json` (or the dump's own arguments).

@@ -1,7 +1,8 @@
-//! `commlens plan DUMP [--args ARGS.json] [--format json|text] [-o OUT]`: print the plan report
-//! (the reference's JSON, or the same plan in plain words).
+//! `commlens plan DUMP [--args ARGS.json] [--tags dump|roles] [--format json|text] [-o OUT]`:
+//! print the plan report (the reference's JSON, or the same plan in plain words).
 
 use crate::{read_file, write_output, CliError};
+use commlens::TagMode;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -13,6 +14,10 @@ pub struct Args {
     /// dump's `planner` object, then to the reference's defaults).
     #[arg(long = "args", value_name = "ARGS.json")]
     args: Option<String>,
+    /// Where the FSDP tags come from: `dump` (the tags the FSDP pass wrote; the reference's
+    /// behaviour) or `roles` (derived from semantic roles, for graphs without tags).
+    #[arg(long, value_name = "dump|roles", default_value = "dump", value_parser = tag_mode)]
+    tags: TagMode,
     /// `json`: the reference's report byte for byte; `text`: the same plan in plain words.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
@@ -27,14 +32,26 @@ enum Format {
     Text,
 }
 
+/// `--tags` values, in the core's vocabulary.
+pub fn tag_mode(text: &str) -> Result<TagMode, String> {
+    TagMode::parse(text).ok_or_else(|| format!("is dump or roles, not {text:?}"))
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let dump_bytes = read_file(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
+    let planned = commlens::read_and_plan_with(&dump_bytes, args_bytes.as_deref(), args.tags)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     let report = match args.format {
-        Format::Json => commlens::plan_report_json(&dump_bytes, args_bytes.as_deref()),
-        Format::Text => commlens::plan_report_text(&dump_bytes, args_bytes.as_deref()),
-    }
-    .map_err(|e| CliError::Failed(e.to_string()))?;
+        Format::Json => {
+            // The JSON stays the reference's report; the note goes beside it.
+            if let Some(note) = &planned.note {
+                eprintln!("{note}");
+            }
+            planned.to_json()
+        }
+        Format::Text => planned.to_text(),
+    };
     write_output(args.out.as_deref(), &report)?;
     Ok(ExitCode::SUCCESS)
 }

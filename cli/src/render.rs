@@ -1,4 +1,4 @@
-//! `commlens render DUMP [--args ARGS.json] [-o timeline.svg] [--width PX] [--from N --to N]
+//! `commlens render DUMP [--args ARGS.json] [--tags dump|roles] [-o timeline.svg] [--width PX] [--from N --to N]
 //! [--trace TRACE.json]`: the bucket timeline the web app draws, as a standalone SVG (and
 //! optionally the Chrome-trace JSON), for review docs and CI.
 
@@ -14,6 +14,10 @@ pub struct Args {
     /// Planner arguments in the conformance `args.json` format.
     #[arg(long = "args", value_name = "ARGS.json")]
     args: Option<String>,
+    /// Where the FSDP tags come from: `dump` (as written) or `roles` (derived from semantic
+    /// roles, for graphs without tags).
+    #[arg(long, value_name = "dump|roles", default_value = "dump", value_parser = crate::plan::tag_mode)]
+    tags: commlens::TagMode,
     /// Write the SVG here instead of stdout.
     #[arg(short = 'o', long = "out", value_name = "OUT.svg")]
     out: Option<String>,
@@ -48,6 +52,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let graph = commlens::Graph::new(
         commlens::read_dump(&bytes).map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?,
     );
+    let graph = match args.tags {
+        commlens::TagMode::Dump => graph,
+        commlens::TagMode::Roles => commlens::derive_tags(&graph).0,
+    };
     let resolved = commlens::resolve_args(&graph, planner_args.as_ref());
     let plan = commlens::plan(&graph, &resolved).map_err(|e| CliError::Failed(e.to_string()))?;
     let title = std::path::Path::new(&args.dump)

@@ -34,6 +34,7 @@ VERSION = 1
 __all__ = [
     "FORMAT", "VERSION", "dump", "dumps", "graph_to_dict", "canonical_target", "is_alias",
     "is_impure", "encode_arg", "encode_meta", "module_records", "state_fqns_from_graph",
+    "script_objects_from_graph", "group_ranks_from_graph",
 ]
 
 _MAX_DEPTH = 64
@@ -258,16 +259,128 @@ def module_records(model: torch.nn.Module) -> list:
     return [{"fqn": fqn, "type": _type_name(type(module))} for fqn, module in model.named_modules()]
 
 
+def _state_target(desc: Any) -> Optional[str]:
+    """The FQN an AOTAutograd input descriptor names, through subclass wrappers
+    (``SubclassGetAttrAOTInput(base=ParamAOTInput(target=...), attr=...)``)."""
+    for _ in range(8):
+        if type(desc).__name__ in ("ParamAOTInput", "BufferAOTInput"):
+            target = getattr(desc, "target", None)
+            return target if isinstance(target, str) else None
+        desc = getattr(desc, "base", None)
+        if desc is None:
+            return None
+    return None
+
+
 def state_fqns_from_graph(graph: fx.Graph) -> Optional[list]:
-    """FQNs of parameter/buffer placeholders, from AOTAutograd input descriptors (``meta["desc"]``)."""
+    """FQNs of parameter/buffer placeholders, from AOTAutograd input descriptors (``meta["desc"]``).
+
+    A tensor subclass parameter (a DTensor) is several placeholders, one per inner tensor:
+    only its ``_local_tensor`` (or an unwrapped parameter) counts, once."""
     fqns = []
     for node in graph.nodes:
         if node.op != "placeholder":
             continue
         desc = node.meta.get("desc")
-        if type(desc).__name__ in ("ParamAOTInput", "BufferAOTInput") and isinstance(getattr(desc, "target", None), str):
-            fqns.append(desc.target)
+        attr = getattr(desc, "attr", None)
+        if attr is not None and attr != "_local_tensor":
+            continue
+        target = _state_target(desc)
+        if target is not None:
+            fqns.append(target)
     return fqns or None
+
+
+def _owner(graph: fx.Graph) -> Optional[torch.nn.Module]:
+    return getattr(graph, "owning_module", None)
+
+
+def script_objects_from_graph(graph: fx.Graph) -> Optional[dict]:
+    """What the graph's script-object attributes are (``get_attr`` of a c10d ``ProcessGroup``
+    or ``ReduceOp``, as eager collectives leave in a ``make_fx`` trace), keyed by target:
+    ``{"class": "ProcessGroup", "group_name", "group_size", "ranks"}`` or
+    ``{"class": "ReduceOp", "op"}``. Lets a reader name a c10d collective's group."""
+    owner = _owner(graph)
+    if owner is None:
+        return None
+    out = {}
+    for node in graph.nodes:
+        if node.op != "get_attr" or not isinstance(node.target, str) or node.target in out:
+            continue
+        try:
+            value = owner
+            for part in node.target.split("."):
+                value = getattr(value, part)
+        except AttributeError:
+            continue
+        record = _script_object_record(value)
+        if record is not None:
+            out[node.target] = record
+    return out or None
+
+
+def _script_object_record(value: Any) -> Optional[dict]:
+    if not isinstance(value, torch.ScriptObject):
+        return None
+    qualified = str(getattr(value, "_type", lambda: "")()) if hasattr(value, "_type") else ""
+    try:
+        import torch.distributed as dist
+        group = dist.ProcessGroup.unbox(value)
+        record = {"class": "ProcessGroup", "group_name": str(group.group_name), "group_size": int(group.size())}
+        try:
+            record["ranks"] = [int(rank) for rank in dist.get_process_group_ranks(group)]
+        except Exception:  # pragma: no cover - a group this process is not part of
+            pass
+        return record
+    except Exception:
+        pass
+    if "ReduceOp" in qualified or "ReduceOp" in repr(value):
+        try:
+            import torch.distributed as dist
+            op = dist.ReduceOp.unbox(value)
+            return {"class": "ReduceOp", "op": str(op.op).rsplit(".", 1)[-1]}
+        except Exception:
+            return {"class": "ReduceOp"}
+    return None
+
+
+_GROUP_ARG = {"all_gather_into_tensor": 2, "all_gather_into_tensor_out": 2, "all_gather_into_tensor_coalesced": 2,
+              "reduce_scatter_tensor": 3, "reduce_scatter_tensor_out": 3, "reduce_scatter_tensor_coalesced": 3,
+              "all_reduce": 2, "all_reduce_": 2, "all_reduce_coalesced": 2, "all_reduce_coalesced_": 2,
+              "all_to_all_single": 3, "broadcast": 2, "broadcast_": 2}
+
+
+def group_ranks_from_graph(graph: fx.Graph, script_objects: Optional[dict] = None) -> Optional[dict]:
+    """``group_ranks`` of the process groups the graph's collectives name, resolved in the running
+    ``torch.distributed`` (real or fake process group): functional collectives' ``group_name``
+    arguments and c10d collectives' process-group objects. ``None`` when nothing resolves."""
+    try:
+        import torch.distributed as dist
+        from torch.distributed.distributed_c10d import _resolve_process_group
+        if not (dist.is_available() and dist.is_initialized()):
+            return None
+    except Exception:  # pragma: no cover
+        return None
+    names = []
+    for node in graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        if node.target.namespace not in ("_c10d_functional", "_c10d_functional_autograd", "c10d_functional"):
+            continue
+        index = _GROUP_ARG.get(node.target._opname)
+        group = node.kwargs.get("group_name", node.args[index] if index is not None and len(node.args) > index else None)
+        if isinstance(group, str) and group not in names:
+            names.append(group)
+    out = {}
+    for name in names:
+        try:
+            out[name] = [int(rank) for rank in dist.get_process_group_ranks(_resolve_process_group(name))]
+        except Exception:
+            continue
+    for record in (script_objects or {}).values():
+        if record.get("class") == "ProcessGroup" and "ranks" in record:
+            out.setdefault(record["group_name"], record["ranks"])
+    return out or None
 
 
 def _json_value(value: Any, what: str) -> Any:
@@ -296,7 +409,8 @@ def graph_to_dict(gm: Union[fx.GraphModule, fx.Graph], *, group_ranks: Optional[
     graph = _graph_of(gm)
     doc: dict = {"format": FORMAT, "version": VERSION}
     doc["source"] = _json_value(dict(source) if source is not None else _default_source(), "source")
-    ranks = _group_ranks(group_ranks)
+    objects = script_objects_from_graph(graph)
+    ranks = _group_ranks(group_ranks) if group_ranks is not None else group_ranks_from_graph(graph, objects)
     if ranks is not None:
         doc["group_ranks"] = ranks
     if model is not None:
@@ -306,6 +420,8 @@ def graph_to_dict(gm: Union[fx.GraphModule, fx.Graph], *, group_ranks: Optional[
         doc["state_fqns"] = [str(fqn) for fqn in fqns]
     if planner is not None:
         doc["planner"] = _json_value(dict(planner), "planner")
+    if objects is not None:
+        doc["script_objects"] = objects
     doc["nodes"] = [node_record(node, with_stack_trace=with_stack_trace) for node in graph.nodes]
     return doc
 
@@ -339,7 +455,9 @@ def dump(gm: Union[fx.GraphModule, fx.Graph], path: Union[str, os.PathLike], *,
     Args:
         gm: the graph to record; it is only read.
         path: output file; gzip-compressed when it ends in ``.gz``. Parent directories are created.
-        group_ranks: process-group name -> ordered global ranks (the planner's ``group_ranks``).
+        group_ranks: process-group name -> ordered global ranks (the planner's ``group_ranks``);
+            by default the groups the graph's collectives name, resolved in the running
+            ``torch.distributed`` (when it is initialised).
         model: the ``nn.Module`` the graph came from; its ``named_modules()`` become ``modules``.
         planner: default planner arguments recorded with the dump (``module_bucket_plans``,
             ``block_module_types``, ``policy``, ``pp_degree``, ``dp_mode``).

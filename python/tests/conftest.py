@@ -20,3 +20,10 @@ def example():
             _CACHE[key] = build_example(**kwargs)
         return _CACHE[key]
     return get
+
+
+def pytest_configure(config):
+    """One fake process group for the whole session, large enough for every test's meshes
+    (it can be initialised only once per process)."""
+    from torch_zoo import init
+    init()

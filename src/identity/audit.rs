@@ -20,6 +20,10 @@ pub enum AuditStatus {
     /// The identity vanished: no collective after claims it, or the one that does has no role
     /// and no rule explains it.
     Lost,
+    /// The same node, untouched by the transform, whose inferred identity changed because
+    /// its context did (a structural verdict that depends on other nodes, such as Inductor's
+    /// group rule for all-reduces).
+    ContextChanged,
 }
 
 impl AuditStatus {
@@ -29,6 +33,7 @@ impl AuditStatus {
             AuditStatus::Combined => "combined",
             AuditStatus::Dropped => "dropped",
             AuditStatus::Lost => "lost",
+            AuditStatus::ContextChanged => "context_changed",
         }
     }
 }
@@ -80,7 +85,15 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
     for a in &after_c.collectives {
         let mut sources: Vec<NodeId> = Vec::new();
         let mut matched_by = String::new();
-        if let Some(prov) = &a.provenance {
+        // A node that keeps its name is itself, unless it records a many-to-one transform:
+        // a one-entry `from_node` names where it came from in an earlier graph (dynamo's,
+        // before AOT tracing), not a node of `before`.
+        let same_name = before.find(&a.name).and_then(|id| before_c.get(id));
+        let many = a.provenance.as_ref().is_some_and(|p| p.members.len() >= 2);
+        if let (Some(b), false) = (same_name, many) {
+            sources.push(b.node);
+            matched_by = "name".into();
+        } else if let Some(prov) = &a.provenance {
             sources = resolve_members(prov, a, before, &before_c.collectives, true)
                 .iter()
                 .map(|m| m.node)
@@ -88,7 +101,7 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
             matched_by = prov.key.clone();
         }
         if sources.is_empty() {
-            if let Some(b) = before.find(&a.name).and_then(|id| before_c.get(id)) {
+            if let Some(b) = same_name {
                 sources.push(b.node);
                 matched_by = "name".into();
             }
@@ -144,11 +157,19 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
         let (status, rule) = if a.transport == Transport::Fused {
             (AuditStatus::Dropped, Some(rules::FUSION))
         } else if *count >= 2 {
-            let rule = a
-                .evidence
-                .as_ref()
-                .map(|e| e.rule)
-                .unwrap_or(rules::BUCKETING);
+            // The many-to-one rule that applied; a node whose members had no role takes its
+            // own verdict, but was still made by that rule.
+            let rule = match a.evidence.as_ref().map(|e| e.rule) {
+                Some(rule @ (rules::BUCKETING | rules::DEDUP)) => rule,
+                _ if a
+                    .provenance
+                    .as_ref()
+                    .is_some_and(|p| p.key == "dedup_rewrite") =>
+                {
+                    rules::DEDUP
+                }
+                _ => rules::BUCKETING,
+            };
             if a.role.is_some() || b.role.is_none() {
                 (AuditStatus::Combined, Some(rule))
             } else {
@@ -159,6 +180,42 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
             let mut nodes = vec![b.name.clone()];
             nodes.extend(into.iter().map(|&id| after.node(id).name.clone()));
             let evidence = format!("before: {}; after {}: {}", describe(b), a.name, describe(a));
+            let inferred_or_none =
+                |c: &CollectiveIdentity| c.source.is_none() || c.source == Some(Source::Inferred);
+            let context_changed = matched_by == "name"
+                && b.role != a.role
+                && inferred_or_none(b)
+                && inferred_or_none(a);
+            if context_changed {
+                let cause = context_cause(before, after, &after_c, &claims, b, a);
+                diagnostics.push(Diagnostic {
+                    code: Code::IdentityChanged,
+                    nodes,
+                    rule: b
+                        .evidence
+                        .as_ref()
+                        .or(a.evidence.as_ref())
+                        .map(|e| e.rule)
+                        .unwrap_or(rules::COPY)
+                        .into(),
+                    evidence,
+                    message: format!(
+                        "{} is the same node after the transform, but its inferred identity \
+                         changed from {} to {} because its context changed: {cause}",
+                        b.name,
+                        describe(b),
+                        describe(a)
+                    ),
+                });
+                entries.push(AuditEntry {
+                    node: b.node,
+                    status: AuditStatus::ContextChanged,
+                    into,
+                    matched_by: Some(matched_by.clone()),
+                    rule: Some(rules::COPY),
+                });
+                continue;
+            }
             match (&b.role, &a.role) {
                 (Some(_), None) => {
                     status = AuditStatus::Lost;
@@ -242,5 +299,109 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
         entries,
         new,
         diagnostics,
+    }
+}
+
+/// Why the inferred identity of a node that the transform left in place changed: the
+/// structural verdict it rested on (or gained) depends on other nodes, and names the change.
+fn context_cause(
+    before: &Graph,
+    after: &Graph,
+    after_c: &Classification,
+    claims: &HashMap<NodeId, Vec<(NodeId, String, usize)>>,
+    b: &CollectiveIdentity,
+    a: &CollectiveIdentity,
+) -> String {
+    let group = b.group.as_deref().or(a.group.as_deref()).unwrap_or("?");
+    let rule_of = |c: &CollectiveIdentity| c.evidence.as_ref().map(|e| e.rule);
+    match (rule_of(b), rule_of(a)) {
+        (Some(rules::AR_GROUP_TRANSITIVITY), _) => {
+            let Some(ag) = b
+                .evidence
+                .as_ref()
+                .and_then(|e| e.detail.group_all_gather())
+            else {
+                return format!("process group {group:?} is no longer an FSDP group");
+            };
+            let ag_name = &before.node(ag).name;
+            let fate = match claims.get(&ag) {
+                None => format!("{ag_name} is gone from the graph"),
+                Some(into) => {
+                    let names: Vec<String> = into
+                        .iter()
+                        .map(|(id, _, _)| after.node(*id).name.clone())
+                        .collect();
+                    let verdict_kept = into.iter().any(|(id, _, _)| {
+                        after_c.get(*id).is_some_and(|c| {
+                            c.heuristic
+                                .as_ref()
+                                .is_some_and(|(_, ev)| ev.rule == rules::AG_SINGLE_PLACEHOLDER)
+                        })
+                    });
+                    if into.iter().any(|(_, _, count)| *count >= 2) {
+                        format!(
+                            "{ag_name} was combined into {} by the transform, and the combined \
+                             all-gather has {} structural FSDP verdict (its input has several \
+                             graph-input ancestors)",
+                            names.join(", "),
+                            if verdict_kept { "a" } else { "no" }
+                        )
+                    } else if verdict_kept {
+                        format!("{ag_name} still has its verdict")
+                    } else {
+                        format!(
+                            "{ag_name} (now {}) lost its structural FSDP verdict",
+                            names.join(", ")
+                        )
+                    }
+                }
+            };
+            format!(
+                "Inductor counts process group {group:?} as FSDP only while an all-gather on it \
+                 has a structural FSDP verdict; before the transform that was {ag_name}; {fate}, \
+                 so no all-gather on {group:?} makes it an FSDP group any more"
+            )
+        }
+        (_, Some(rules::AR_GROUP_TRANSITIVITY)) => {
+            let ag = a
+                .evidence
+                .as_ref()
+                .and_then(|e| e.detail.group_all_gather())
+                .map(|id| after.node(id).name.clone())
+                .unwrap_or_default();
+            format!(
+                "after the transform, {ag} on process group {group:?} has a structural FSDP \
+                 verdict, which makes Inductor count the group as FSDP"
+            )
+        }
+        (Some(rules::AG_SINGLE_PLACEHOLDER), _) | (_, Some(rules::AG_SINGLE_PLACEHOLDER)) => {
+            format!(
+                "the graph inputs among its input's ancestors changed (before: {}; after: {})",
+                placeholder_words(b),
+                placeholder_words(a)
+            )
+        }
+        (Some(rules::RS_UNARY_TO_OUTPUT), _) | (_, Some(rules::RS_UNARY_TO_OUTPUT)) => {
+            let culprit = a
+                .waits
+                .iter()
+                .find_map(|&w| super::structure::Structure::new(after).first_multi_input_user(w));
+            match culprit {
+                Some(id) => format!(
+                    "a node reached from its wait now has several inputs: {}",
+                    after.node(id).name
+                ),
+                None => "the users of its wait changed".to_string(),
+            }
+        }
+        _ => "the structure around it changed".to_string(),
+    }
+}
+
+/// "exactly one graph input" / "no single graph input", from a collective's verdict.
+fn placeholder_words(c: &CollectiveIdentity) -> &'static str {
+    match &c.heuristic {
+        Some((_, ev)) if ev.rule == rules::AG_SINGLE_PLACEHOLDER => "exactly one graph input",
+        _ => "not exactly one graph input",
     }
 }

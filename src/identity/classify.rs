@@ -19,13 +19,15 @@
 //! It stays linear in the size of the graph.
 
 use super::payload::{self, read_payload, CommType, Location, Payload, FALLBACK_KEY, PAYLOAD_KEY};
+use super::structure::Structure;
 use super::transform::{self, Combined, TransformKind};
 use super::{
-    rules, Classification, Code, CollectiveIdentity, Coverage, Detail, Diagnostic, Evidence,
-    MemoryEvent, Phase, Role, Source, Transport,
+    phase_rules, rules, Classification, Code, CollectiveIdentity, Coverage, Detail, Diagnostic,
+    Evidence, MemoryEvent, Phase, Role, Source, Transport,
 };
 use crate::dump::{Node, Op};
-use crate::graph::{collective_op, is_op, split_op, Graph, NodeId};
+use crate::graph::{Graph, NodeId};
+use crate::ops::{collective_call, Api, CollectiveCall};
 use crate::value::PyValue;
 use std::collections::HashMap;
 
@@ -37,7 +39,9 @@ pub fn classify(graph: &Graph) -> Classification {
 
 /// Classifies `graph`, resolving transform provenance members (`from_node`,
 /// `bucketing_*_sources`, `fsdp_bucket_members`) in `members` — the graph before the
-/// transform and its classification — when given (as `audit` does).
+/// transform and its classification — when given (as `audit` does). With `members`, a
+/// reduce-scatter whose input is an `add` tree of the inputs of reduce-scatters that the
+/// transform removed is recognised as Inductor's `dedup_fsdp_reduce_scatter` rewrite.
 pub fn classify_with_members(
     graph: &Graph,
     members: Option<(&Graph, &Classification)>,
@@ -50,14 +54,17 @@ pub fn classify_with_members(
         .filter(|&id| graph.facts(id).collective)
         .count();
     let mut collectives: Vec<CollectiveIdentity> = Vec::with_capacity(capacity);
-    // Entries decided later, with their declarations: all-reduces (group transitivity needs
-    // the final all-gather roles) and transformed nodes (their rules need every base
-    // identity).
+    // Entries decided later, with their declarations: all-reduces (Inductor's group rule needs
+    // every all-gather's structural verdict) and transformed nodes (their rules need every
+    // base identity).
     let mut all_reduces: Vec<(usize, Declared)> = Vec::new();
     let mut transformed: Vec<(usize, Declared)> = Vec::new();
     // Backward all-gathers that may re-gather a forward-gathered placeholder.
-    let mut regathers: Vec<(usize, u32)> = Vec::new();
+    let mut regathers: Vec<(usize, NodeId)> = Vec::new();
     let mut forward_gathered = Bitset::new(graph.len());
+    // Groups of all-gathers with a structural FSDP verdict, with the first such all-gather
+    // (`identify_fsdp_groups`).
+    let mut fsdp_groups: HashMap<String, NodeId> = HashMap::new();
 
     // One pass over the nodes: collective starts and opaque fused ops are classified as they
     // are found (their node is in cache), storage releases become memory events.
@@ -66,41 +73,35 @@ pub fn classify_with_members(
             continue;
         }
         let facts = graph.facts(id);
-        let (transport, op) = if facts.collective {
-            match collective_op(node) {
-                Some(op) => (Transport::of_op(op), op),
-                None => continue,
-            }
-        } else if facts.wait || node.target.len() < "symm_mem.fused_".len() {
-            // A wait is `_c10d_functional.wait_tensor`; shorter targets are neither a fused
-            // op nor a storage release: no need to read the target.
-            continue;
-        } else if let Some(op) = fused_op(node) {
-            (Transport::Fused, op)
+        let call = if facts.collective {
+            collective_call(node)
+        } else if facts.wait {
+            None
+        } else if may_be_collective(&node.target) {
+            collective_call(node)
         } else {
             // Storage releases are the FSDP pass's `_free_tensor_storage` calls.
             if !facts.view && crate::graph::is_free_tensor_storage(node) {
-                let tag = meta_get(node, "comm_type").and_then(PyValue::as_str);
-                if let Some(tag) = tag {
-                    if let Some(CommType::Free(phase)) = payload::comm_type(tag) {
-                        memory_events.push(MemoryEvent {
-                            node: id,
-                            name: node.name.clone(),
-                            comm_type: tag.to_string(),
-                            param_name: meta_get(node, "param_name")
-                                .and_then(PyValue::as_str)
-                                .map(str::to_string),
-                            phase,
-                        });
-                    }
+                if let Some(event) = memory_event(id, node) {
+                    memory_events.push(event);
                 }
             }
+            None
+        };
+        let Some(call) = call else {
             continue;
         };
 
         let index = collectives.len();
         let (mut entry, mut decl, placeholder, recompute_tag) =
-            base_identity(graph, &mut structure, id, op, transport, &mut diags);
+            base_identity(graph, &mut structure, id, &call, &mut diags);
+        if entry.transport == Transport::AllGather {
+            if let (Some((_, ev)), Some(group)) = (&entry.heuristic, &entry.group) {
+                if ev.rule == rules::AG_SINGLE_PLACEHOLDER {
+                    fsdp_groups.entry(group.clone()).or_insert(id);
+                }
+            }
+        }
         let is_transformed = entry.transport == Transport::Fused
             || entry
                 .provenance
@@ -108,7 +109,7 @@ pub fn classify_with_members(
                 .is_some_and(|p| p.members.len() >= 2);
         if is_transformed {
             transformed.push((index, decl));
-        } else if entry.transport == Transport::AllReduce {
+        } else if call.is_inductor_op(node, "all_reduce") {
             all_reduces.push((index, decl));
         } else {
             // Precedence now; nothing later changes a plain collective's declaration.
@@ -117,13 +118,36 @@ pub fn classify_with_members(
         if entry.transport == Transport::AllGather {
             if let Some(p) = placeholder {
                 match entry.phase {
-                    Phase::Forward => forward_gathered.insert(p as usize),
+                    Phase::Forward => forward_gathered.insert(p),
                     Phase::Backward => regathers.push((index, p)),
                 }
             }
         }
         entry.recomputed = entry.phase == Phase::Backward && recompute_tag;
         collectives.push(entry);
+    }
+
+    // Inductor's `dedup_fsdp_reduce_scatter` leaves no provenance: with the graph before the
+    // transform at hand, a new reduce-scatter over an `add` tree of removed reduce-scatters'
+    // inputs is that rewrite.
+    if let Some((before, before_c)) = members {
+        for (index, entry) in collectives.iter_mut().enumerate() {
+            if entry.provenance.is_some() || entry.transport != Transport::ReduceScatter {
+                continue;
+            }
+            if let Some(prov) = transform::dedup_rewrite(graph, entry, before, before_c) {
+                entry.provenance = Some(prov);
+                // Re-decided by the dedup rule below, whatever was decided on the spot.
+                let decl = Declared::default();
+                entry.role = None;
+                entry.source = None;
+                entry.producer = None;
+                entry.evidence = None;
+                all_reduces.retain(|(i, _)| *i != index);
+                transformed.push((index, decl));
+            }
+        }
+        transformed.sort_unstable_by_key(|(i, _)| *i);
     }
 
     // Transforms: nodes made from several collectives get the identity the rules give,
@@ -152,7 +176,9 @@ pub fn classify_with_members(
         }
         for (i, mut decl) in transformed {
             let entry = &mut collectives[i];
-            if entry.transport == Transport::AllReduce {
+            let call_is_all_reduce = collective_call(graph.node(entry.node))
+                .is_some_and(|c| c.is_inductor_op(graph.node(entry.node), "all_reduce"));
+            if call_is_all_reduce {
                 all_reduces.push((i, decl));
             } else if entry.evidence.is_none() {
                 decide(graph, entry, &mut decl, &mut diags);
@@ -161,45 +187,30 @@ pub fn classify_with_members(
         all_reduces.sort_unstable_by_key(|(i, _)| *i);
     }
 
-    // Group transitivity for all-reduces from the final all-gather roles.
-    if !all_reduces.is_empty() {
-        let mut fsdp_groups: HashMap<&str, NodeId> = HashMap::new();
-        for c in &collectives {
-            if c.transport == Transport::AllGather && c.role == Some(Role::ParamUnshard) {
-                if let Some(group) = &c.group {
-                    fsdp_groups.entry(group.as_str()).or_insert(c.node);
-                }
-            }
+    // Inductor's group rule for all-reduces, from the all-gathers' structural verdicts.
+    for (i, mut decl) in all_reduces {
+        let entry = &mut collectives[i];
+        let ag = entry
+            .group
+            .as_deref()
+            .and_then(|g| fsdp_groups.get(g).copied());
+        if let Some(ag) = ag {
+            entry.heuristic = Some((
+                Role::GradReplicateReduce,
+                Evidence {
+                    rule: rules::AR_GROUP_TRANSITIVITY,
+                    detail: Detail::group_transitivity(entry.node, ag),
+                },
+            ));
         }
-        let transitive: Vec<Option<NodeId>> = all_reduces
-            .iter()
-            .map(|(i, _)| {
-                collectives[*i]
-                    .group
-                    .as_deref()
-                    .and_then(|g| fsdp_groups.get(g).copied())
-            })
-            .collect();
-        for ((i, mut decl), ag) in all_reduces.into_iter().zip(transitive) {
-            let entry = &mut collectives[i];
-            if let Some(ag) = ag {
-                entry.heuristic = Some((
-                    Role::GradReplicateReduce,
-                    Evidence {
-                        rule: rules::AR_GROUP_TRANSITIVITY,
-                        detail: Detail::group_transitivity(entry.node, ag),
-                    },
-                ));
-            }
-            if entry.evidence.is_none() {
-                decide(graph, entry, &mut decl, &mut diags);
-            }
+        if entry.evidence.is_none() {
+            decide(graph, entry, &mut decl, &mut diags);
         }
     }
 
     // Derived: a backward all-gather of a placeholder gathered in the forward is a re-gather.
     for (i, p) in regathers {
-        if forward_gathered.contains(p as usize) {
+        if forward_gathered.contains(p) {
             collectives[i].recomputed = true;
         }
     }
@@ -214,18 +225,31 @@ pub fn classify_with_members(
     }
 }
 
-/// An opaque communication-compute op: `symm_mem.fused_*`.
-pub fn fused_op(node: &Node) -> Option<&str> {
-    if node.op != Op::CallFunction {
+/// Whether a target not in the planner's collective set may still name one: a non-functional
+/// c10d op, a functional autograd collective, or an opaque fused op. (Cheap prefix tests: the
+/// target of most nodes is an `aten` op.)
+fn may_be_collective(target: &str) -> bool {
+    target.starts_with("c10d.")
+        || target.starts_with("_c10d_functional")
+        || target.starts_with("c10d_functional.")
+        || target.starts_with("symm_mem.fused_")
+}
+
+/// A storage release tagged by the FSDP pass, as a memory event.
+fn memory_event(id: NodeId, node: &Node) -> Option<MemoryEvent> {
+    let tag = meta_get(node, "comm_type").and_then(PyValue::as_str)?;
+    let Some(CommType::Free(phase)) = payload::comm_type(tag) else {
         return None;
-    }
-    if !node.target.starts_with("symm_mem.fused_") {
-        return None;
-    }
-    match split_op(&node.target) {
-        Some(("symm_mem", op, _)) if op.starts_with("fused_") => Some(op),
-        _ => None,
-    }
+    };
+    Some(MemoryEvent {
+        node: id,
+        name: node.name.clone(),
+        comm_type: tag.to_string(),
+        param_name: meta_get(node, "param_name")
+            .and_then(PyValue::as_str)
+            .map(str::to_string),
+        phase,
+    })
 }
 
 /// `node.meta.get(key)` by a scan of the entries that compares lengths before text: the
@@ -235,11 +259,6 @@ pub(crate) fn meta_get<'a>(node: &'a Node, key: &str) -> Option<&'a PyValue> {
         .iter()
         .find(|(k, _)| k.len() == key.len() && k.as_str() == key)
         .map(|(_, v)| v)
-}
-
-/// `node.meta_flag("autograd_backward")`.
-fn autograd_backward(node: &Node) -> bool {
-    meta_get(node, "autograd_backward").is_some_and(PyValue::truthy)
 }
 
 /// Everything the classifier reads from one node's metadata, in one pass over its entries.
@@ -361,29 +380,91 @@ fn diag(
     )
 }
 
-/// The call's process group: `group_name` keyword, else the last string argument, else
-/// `meta["comm_group"]`.
-pub(super) fn process_group(node: &Node) -> Option<String> {
-    if let Some(PyValue::Str(group)) = node.kwargs.get("group_name") {
-        return Some(group.clone());
-    }
-    if let Some(group) = node.args.iter().rev().find_map(PyValue::as_str) {
-        if !matches!(
-            group,
-            "sum" | "avg" | "product" | "min" | "max" | "premul_sum"
-        ) {
-            return Some(group.to_string());
-        }
-    }
-    meta_get(node, "comm_group")
-        .and_then(PyValue::as_str)
-        .map(str::to_string)
+/// The collective's process group: the group argument of the op's schema (a functional
+/// collective's `group_name`; for a c10d op, the process-group script object, named through
+/// the dump's `script_objects`), else `meta["comm_group"]`.
+pub(super) fn process_group(graph: &Graph, node: &Node, call: &CollectiveCall) -> Option<String> {
+    let named = match call.group_argument(node) {
+        Some(PyValue::Str(group)) => Some(group.clone()),
+        Some(PyValue::Int(group)) => Some(group.to_string()),
+        Some(PyValue::Node(r)) => r
+            .index
+            .filter(|&i| i < graph.len())
+            .and_then(|i| script_object_group(graph, i)),
+        // Opaque fused ops have no schema here: their last string argument that is not a
+        // reduction names the group (`fused_all_gather_matmul(A, Bs, dim, group_name)`).
+        _ if call.api == Api::Fused => node
+            .kwargs
+            .get("group_name")
+            .and_then(PyValue::as_str)
+            .or_else(|| {
+                node.args
+                    .iter()
+                    .rev()
+                    .find_map(PyValue::as_str)
+                    .filter(|g| {
+                        !matches!(*g, "sum" | "avg" | "product" | "min" | "max" | "premul_sum")
+                    })
+            })
+            .map(str::to_string),
+        _ => None,
+    };
+    named.or_else(|| {
+        meta_get(node, "comm_group")
+            .and_then(PyValue::as_str)
+            .map(str::to_string)
+    })
 }
 
-/// The waits of a start node, and the nodes between (coalesced getitems).
-pub(super) fn waits_and_carriers(graph: &Graph, start: NodeId) -> (Vec<NodeId>, Vec<NodeId>) {
+/// The group name of the process-group script object a `get_attr` node reads, as the exporter
+/// records it in the dump's `script_objects`.
+fn script_object_group(graph: &Graph, id: NodeId) -> Option<String> {
+    let node = graph.node(id);
+    if node.op != Op::GetAttr {
+        return None;
+    }
+    let object = graph.dump.script_objects.as_ref()?.get(&node.target)?;
+    match object.get("group_name")? {
+        serde_json::Value::String(name) => Some(name.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Where a collective completes. A functional collective: its waits, and the nodes between
+/// (coalesced getitems). A c10d op (which returns a `Work` handle, alone or beside its
+/// output): the users of the handle when the graph waits on it, else the `getitem` of its
+/// output (in a trace the op ran to completion there); carriers are the getitems.
+pub(super) fn waits_and_carriers(
+    graph: &Graph,
+    start: NodeId,
+    api: Api,
+) -> (Vec<NodeId>, Vec<NodeId>) {
     let mut waits = Vec::new();
     let mut carriers = Vec::new();
+    if api == Api::C10d {
+        let mut output = Vec::new();
+        let mut handle_users = Vec::new();
+        for &user in graph.users(start) {
+            let node = graph.node(user);
+            if node.target == "_operator.getitem" {
+                carriers.push(user);
+                match node.args.get(1) {
+                    Some(PyValue::Int(1)) => handle_users.extend_from_slice(graph.users(user)),
+                    _ => output.push(user),
+                }
+            } else {
+                // An op that returns only its `Work`: whatever reads the handle.
+                handle_users.push(user);
+            }
+        }
+        waits = if handle_users.is_empty() {
+            output
+        } else {
+            handle_users
+        };
+        return (waits, carriers);
+    }
     for &user in graph.users(start) {
         if is_wait(graph, user) {
             waits.push(user);
@@ -402,19 +483,20 @@ pub(super) fn waits_and_carriers(graph: &Graph, start: NodeId) -> (Vec<NodeId>, 
 }
 
 fn is_wait(graph: &Graph, id: NodeId) -> bool {
-    graph.is_wait(id) || is_op(graph.node(id), "c10d_functional", "wait_tensor")
+    graph.is_wait(id) || crate::ops::is_wait(graph.node(id))
 }
 
-/// Payloads, `comm_type` and the all-gather / reduce-scatter heuristics of one collective;
-/// also its only placeholder ancestor (all-gathers) and its `recompute` tag.
+/// Payloads, `comm_type` and Inductor's all-gather / reduce-scatter verdicts of one
+/// collective; also its only placeholder ancestor (all-gathers) and its `recompute` tag.
 fn base_identity(
     graph: &Graph,
     structure: &mut Structure,
     id: NodeId,
-    op: &str,
-    transport: Transport,
+    call: &CollectiveCall,
     diags: &mut Vec<(NodeId, Diagnostic)>,
-) -> (CollectiveIdentity, Declared, Option<u32>, bool) {
+) -> (CollectiveIdentity, Declared, Option<NodeId>, bool) {
+    let transport = call.transport;
+    let op = call.op;
     let node = graph.node(id);
     let name = &node.name;
     let view = MetaView::of(node);
@@ -428,28 +510,14 @@ fn base_identity(
         }
     }
     // The waits, and payloads on waits / coalesced getitems (in `waits_and_carriers` order).
-    let mut waits: Vec<NodeId> = Vec::new();
+    let (waits, carriers) = waits_and_carriers(graph, id, call.api);
     let mut carried: Vec<(Payload, Evidence, NodeId)> = Vec::new();
-    let mut carrier = |carrier: NodeId, diags: &mut Vec<(NodeId, Diagnostic)>| {
+    for &carrier in &carriers {
         for (location, value) in MetaView::payloads_of(graph.node(carrier)).payloads() {
             if let Some((p, e)) =
                 validate(graph, id, Some(carrier), location, value, transport, diags)
             {
                 carried.push((p, e, carrier));
-            }
-        }
-    };
-    for &user in graph.users(id) {
-        if is_wait(graph, user) {
-            waits.push(user);
-            carrier(user, diags);
-        } else if graph.node(user).target == "_operator.getitem" {
-            carrier(user, diags);
-            for &inner in graph.users(user) {
-                if is_wait(graph, inner) {
-                    waits.push(inner);
-                    carrier(inner, diags);
-                }
             }
         }
     }
@@ -591,39 +659,38 @@ fn base_identity(
         }
     }
 
-    // Structural heuristics for all-gathers and reduce-scatters.
-    let mut placeholder = None;
+    // Inductor's structural verdicts for all-gathers and reduce-scatters (all-reduces get
+    // theirs from the group rule once every all-gather is known).
+    let placeholder = match transport {
+        Transport::AllGather => structure.single_placeholder(id),
+        _ => None,
+    };
     let heuristic = match transport {
-        Transport::AllGather => {
-            placeholder = structure.single_placeholder(id);
-            placeholder.map(|p| {
-                (
-                    Role::ParamUnshard,
-                    Evidence {
-                        rule: rules::AG_SINGLE_PLACEHOLDER,
-                        detail: Detail::single_placeholder(p as usize),
-                    },
-                )
-            })
-        }
-        Transport::ReduceScatter => {
-            let ok = !waits.is_empty() && waits.iter().all(|&w| structure.unary_to_output(w));
-            ok.then(|| {
-                (
-                    Role::GradReduceShard,
-                    Evidence {
-                        rule: rules::RS_UNARY_TO_OUTPUT,
-                        detail: Detail::unary_to_output(id),
-                    },
-                )
-            })
-        }
+        Transport::AllGather => structure.fsdp_all_gather(id, call).map(|p| {
+            (
+                Role::ParamUnshard,
+                Evidence {
+                    rule: rules::AG_SINGLE_PLACEHOLDER,
+                    detail: Detail::single_placeholder(p),
+                },
+            )
+        }),
+        Transport::ReduceScatter => structure.fsdp_reduce_scatter(id, call).map(|wait| {
+            (
+                Role::GradReduceShard,
+                Evidence {
+                    rule: rules::RS_UNARY_TO_OUTPUT,
+                    detail: Detail::unary_closed_wait(wait),
+                },
+            )
+        }),
         _ => None,
     };
 
     // Forward or backward: the `comm_type` phase (collectives only, when the tag fits the
     // transport), else `autograd_backward`, else dependence on a backward input, else
-    // position after the first backward node.
+    // position after the first backward node, else (a joint graph traced without autograd
+    // metadata) position after the gradient seed.
     let tag_phase = match view.comm_type.and_then(payload::comm_type) {
         Some(CommType::Collective(role, phase))
             if transport != Transport::Fused && role.compatible_with(transport) =>
@@ -632,18 +699,29 @@ fn base_identity(
         }
         _ => None,
     };
-    let phase = match tag_phase {
-        Some(phase) => phase,
-        None => {
-            if view.autograd_backward
-                || structure.backward_input(id)
-                || structure.after_first_backward(id)
-            {
-                Phase::Backward
-            } else {
-                Phase::Forward
-            }
-        }
+    let (phase, phase_rule, anchor) = if let Some(phase) = tag_phase {
+        (phase, phase_rules::COMM_TYPE, None)
+    } else if view.autograd_backward {
+        (Phase::Backward, phase_rules::AUTOGRAD_BACKWARD, None)
+    } else if structure.backward_input(id) {
+        (Phase::Backward, phase_rules::BACKWARD_INPUT, None)
+    } else if let Some(first) = structure.first_backward_before(id) {
+        (
+            Phase::Backward,
+            phase_rules::AFTER_FIRST_BACKWARD,
+            Some(first),
+        )
+    } else if let Some(seed) = structure
+        .gradient_seed()
+        .filter(|&seed| seed < id && !structure.any_backward_marker())
+    {
+        (Phase::Backward, phase_rules::GRADIENT_SEED, Some(seed))
+    } else {
+        (Phase::Forward, phase_rules::FORWARD, None)
+    };
+    let phase_evidence = Evidence {
+        rule: phase_rule,
+        detail: Detail::phase(phase_rule, anchor),
     };
     let recompute_tag = phase == Phase::Backward
         && view.recompute.is_some_and(|value| match value {
@@ -655,13 +733,15 @@ fn base_identity(
         node: id,
         name: name.clone(),
         op: op.to_string(),
+        api: call.api,
         transport,
-        group: process_group(node),
+        group: process_group(graph, node, call),
         waits,
         role: None,
         source: None,
         producer: None,
         phase,
+        phase_evidence,
         recomputed: false,
         evidence: None,
         heuristic,
@@ -670,6 +750,7 @@ fn base_identity(
         } else {
             None
         },
+        input_placeholder: placeholder,
     };
     (entry, decl, placeholder, recompute_tag)
 }
@@ -899,7 +980,55 @@ fn apply_transform(
     } else {
         resolved.len() == member_count
     };
+    if external && !prov.by_parameter() && resolved.len() < member_count {
+        let missing: Vec<&str> = prov
+            .members
+            .iter()
+            .filter(|name| !resolved.iter().any(|m| &m.name == *name))
+            .map(String::as_str)
+            .collect();
+        let mut nodes = vec![entry.name.clone()];
+        nodes.extend(missing.iter().map(|m| m.to_string()));
+        diags.push(diag(
+            entry.node,
+            Code::BucketMemberMissing,
+            nodes,
+            rules::BUCKETING,
+            format!("meta[{:?}] = [{}]", prov.key, prov.members.join(", ")),
+            format!(
+                "{} names {} member(s) that the dump before the transform has no collective \
+                 for: {}; {}",
+                entry.name,
+                missing.len(),
+                missing.join(", "),
+                if complete {
+                    "the rule is applied to the members found"
+                } else {
+                    "its identity cannot be derived from its members"
+                }
+            ),
+        ));
+    }
     if !complete {
+        if let Some(payloads) = &prov.member_payloads {
+            // Inductor's bucketing recorded its members' `custom` dicts: the bucketing rule
+            // over their payloads, without the members themselves.
+            let combined = transform::combine_payloads(payloads, member_count, entry.transport);
+            let member_text = transform::describe_payloads(payloads, member_count);
+            let nodes = vec![entry.name.clone()];
+            settle(
+                graph,
+                entry,
+                &declared,
+                combined,
+                TransformKind::Bucketing,
+                &prov,
+                &member_text,
+                nodes,
+                diags,
+            );
+            return;
+        }
         // Members not visible: the node's own declaration stands, unverified.
         if let Some((role, source, producer, ev)) = &declared {
             if ev.rule != rules::COMM_TYPE {
@@ -931,7 +1060,6 @@ fn apply_transform(
 
     let kind = transform::kind_of(&prov, &resolved, ctx_graph);
     let combined: Combined = transform::combine(kind, &resolved, ctx_graph);
-    let producer = transform::producer_name(kind, &prov);
     let member_text = resolved
         .iter()
         .map(|m| {
@@ -946,6 +1074,43 @@ fn apply_transform(
         .join(", ");
     let mut nodes = vec![entry.name.clone()];
     nodes.extend(resolved.iter().map(|m| m.name.clone()));
+    settle(
+        graph,
+        entry,
+        &declared,
+        combined,
+        kind,
+        &prov,
+        &member_text,
+        nodes,
+        diags,
+    );
+}
+
+/// A declaration a node makes of itself: role, source, producer, evidence.
+type Declaration<'a> = Option<(&'a Role, Source, &'a String, &'a Evidence)>;
+
+/// Gives a transformed node the identity its rule combined from the members, with the
+/// diagnostics: a dropped role, a copied payload that disagrees, a heuristic that disagrees.
+#[allow(clippy::too_many_arguments)]
+fn settle(
+    graph: &Graph,
+    entry: &mut CollectiveIdentity,
+    declared: &Declaration,
+    combined: Combined,
+    kind: TransformKind,
+    prov: &super::Provenance,
+    member_text: &str,
+    nodes: Vec<String>,
+    diags: &mut Vec<(NodeId, Diagnostic)>,
+) {
+    if combined.role.is_none() && combined.dropped.is_none() && declared.is_none() {
+        // No member had a role and the node declares none: the rule has nothing to carry, and
+        // the node's own structural verdict decides (precedence, later), as Inductor would
+        // judge the new node.
+        return;
+    }
+    let producer = transform::producer_name(kind, prov);
     let rule = kind.rule();
     if let Some(reason) = &combined.dropped {
         let (code, text) = match kind {
@@ -968,7 +1133,7 @@ fn apply_transform(
             format!("{}: {text} ({reason})", entry.name),
         ));
     }
-    if let Some((role, source, producer_decl, ev)) = &declared {
+    if let Some((role, source, producer_decl, ev)) = declared {
         let differs = combined.role.as_ref() != Some(*role) || combined.source != Some(*source);
         if differs {
             diags.push(diag(
@@ -999,7 +1164,11 @@ fn apply_transform(
         detail: Detail::text(format!(
             "{} of {member_text} (meta[{:?}])",
             kind.noun(),
-            prov.key
+            if prov.member_payloads.is_some() && prov.key == "from_node" {
+                "bucketing_custom_sources"
+            } else {
+                prov.key.as_str()
+            }
         )),
     });
     if let (Some(role), Some((h_role, h_ev))) = (&entry.role, &entry.heuristic) {
@@ -1020,209 +1189,5 @@ fn apply_transform(
                 ),
             ));
         }
-    }
-}
-
-/// Whole-graph structural questions, answered on demand and memoized: each node is visited
-/// at most once per question, and only the nodes a question reaches.
-struct Structure<'g> {
-    graph: &'g Graph,
-    /// Placeholder ancestors of each node (the node itself included): `NO_PLACEHOLDER`,
-    /// `MANY` (two or more), otherwise the placeholder's position + 1; `UNKNOWN_PLACEHOLDERS`
-    /// until asked.
-    placeholders: Vec<u32>,
-    /// The node depends on a backward input (a `tangents_*` placeholder or one tagged
-    /// `partitioner_tag: "is_backward"`): `UNKNOWN`, `NO` or `YES`.
-    backward_input: Vec<u8>,
-    /// Every path from the node reaches the output through single-input nodes (and it has
-    /// at least one user): `UNKNOWN`, `NO` or `YES`.
-    unary_to_output: Vec<u8>,
-    /// Nodes before this position have been checked for `autograd_backward`.
-    scanned: usize,
-    /// The first node flagged `autograd_backward`, once found.
-    first_backward: Option<NodeId>,
-    stack: Vec<NodeId>,
-}
-
-const NO_PLACEHOLDER: u32 = 0;
-const MANY: u32 = u32::MAX;
-const UNKNOWN_PLACEHOLDERS: u32 = u32::MAX - 1;
-const UNKNOWN: u8 = 0;
-const NO: u8 = 1;
-const YES: u8 = 2;
-
-impl<'g> Structure<'g> {
-    fn new(graph: &'g Graph) -> Structure<'g> {
-        let n = graph.len();
-        Structure {
-            graph,
-            placeholders: vec![UNKNOWN_PLACEHOLDERS; n],
-            backward_input: vec![UNKNOWN; n],
-            unary_to_output: vec![UNKNOWN; n],
-            scanned: 0,
-            first_backward: None,
-            stack: Vec::new(),
-        }
-    }
-
-    /// The node's only placeholder ancestor, when it has exactly one.
-    fn single_placeholder(&mut self, id: NodeId) -> Option<u32> {
-        if id >= self.graph.len() {
-            return None;
-        }
-        match self.placeholders(id) {
-            NO_PLACEHOLDER | MANY => None,
-            p => Some(p - 1),
-        }
-    }
-
-    /// The placeholder summary of `root`: a placeholder is its own; any other node joins its
-    /// earlier inputs' (none + x = x, x + x = x, otherwise many).
-    fn placeholders(&mut self, root: NodeId) -> u32 {
-        let graph = self.graph;
-        self.stack.clear();
-        self.stack.push(root);
-        while let Some(&id) = self.stack.last() {
-            if self.placeholders[id] != UNKNOWN_PLACEHOLDERS {
-                self.stack.pop();
-                continue;
-            }
-            if graph.node(id).op == Op::Placeholder {
-                self.placeholders[id] = u32::try_from(id + 1).unwrap_or(MANY);
-                self.stack.pop();
-                continue;
-            }
-            let mut pending = false;
-            let mut summary = NO_PLACEHOLDER;
-            for &input in graph.inputs(id) {
-                if input >= id {
-                    continue;
-                }
-                let p = self.placeholders[input];
-                if p == UNKNOWN_PLACEHOLDERS {
-                    self.stack.push(input);
-                    pending = true;
-                    continue;
-                }
-                summary = match (summary, p) {
-                    (s, NO_PLACEHOLDER) => s,
-                    (NO_PLACEHOLDER, p) => p,
-                    (MANY, _) | (_, MANY) => MANY,
-                    (s, p) if s == p => s,
-                    _ => MANY,
-                };
-            }
-            if !pending {
-                self.placeholders[id] = summary;
-                self.stack.pop();
-            }
-        }
-        self.placeholders[root]
-    }
-
-    /// Whether `root` depends on a backward input.
-    fn backward_input(&mut self, root: NodeId) -> bool {
-        let graph = self.graph;
-        self.stack.clear();
-        self.stack.push(root);
-        while let Some(&id) = self.stack.last() {
-            if self.backward_input[id] != UNKNOWN {
-                self.stack.pop();
-                continue;
-            }
-            let node = graph.node(id);
-            let value = if node.op == Op::Placeholder {
-                node.name.starts_with("tangents")
-                    || meta_get(node, "partitioner_tag").and_then(PyValue::as_str)
-                        == Some("is_backward")
-            } else {
-                let mut pending = false;
-                let mut backward = false;
-                for &input in graph.inputs(id) {
-                    if input >= id {
-                        continue;
-                    }
-                    match self.backward_input[input] {
-                        YES => {
-                            backward = true;
-                            break;
-                        }
-                        NO => {}
-                        _ => {
-                            self.stack.push(input);
-                            pending = true;
-                        }
-                    }
-                }
-                if pending && !backward {
-                    continue;
-                }
-                backward
-            };
-            self.backward_input[id] = if value { YES } else { NO };
-            self.stack.pop();
-        }
-        self.backward_input[root] == YES
-    }
-
-    /// Whether every path from `root` reaches the output through single-input nodes: it has
-    /// users, and each is the output or a later single-input node for which this holds.
-    fn unary_to_output(&mut self, root: NodeId) -> bool {
-        let graph = self.graph;
-        self.stack.clear();
-        self.stack.push(root);
-        while let Some(&id) = self.stack.last() {
-            if self.unary_to_output[id] != UNKNOWN {
-                self.stack.pop();
-                continue;
-            }
-            let users = graph.users(id);
-            let mut pending = false;
-            let mut unary = !users.is_empty();
-            for &u in users {
-                if graph.node(u).op == Op::Output {
-                    continue;
-                }
-                if !(u > id && graph.inputs(u).len() == 1) {
-                    unary = false;
-                    break;
-                }
-                match self.unary_to_output[u] {
-                    YES => {}
-                    NO => {
-                        unary = false;
-                        break;
-                    }
-                    _ => {
-                        self.stack.push(u);
-                        pending = true;
-                    }
-                }
-            }
-            if pending && unary {
-                continue;
-            }
-            self.unary_to_output[id] = if unary { YES } else { NO };
-            self.stack.pop();
-        }
-        self.unary_to_output[root] == YES
-    }
-
-    /// Whether some node before `id` is flagged `autograd_backward` (`id` comes after the
-    /// first backward node). Scans forward only as far as asked.
-    fn after_first_backward(&mut self, id: NodeId) -> bool {
-        if let Some(first) = self.first_backward {
-            return id > first;
-        }
-        let nodes = self.graph.nodes();
-        while self.scanned < id.min(nodes.len()) {
-            let j = self.scanned;
-            self.scanned += 1;
-            if autograd_backward(&nodes[j]) {
-                self.first_backward = Some(j);
-                return id > j;
-            }
-        }
-        false
     }
 }

@@ -26,6 +26,7 @@ pub fn collective_value(graph: &Graph, c: &CollectiveIdentity) -> Value {
     let mut m = Map::new();
     m.insert("node".into(), json!(c.name));
     m.insert("op".into(), json!(c.op));
+    m.insert("api".into(), json!(c.api.as_str()));
     m.insert("transport".into(), json!(c.transport.as_str()));
     m.insert("group".into(), opt(c.group.as_deref()));
     m.insert(
@@ -36,6 +37,10 @@ pub fn collective_value(graph: &Graph, c: &CollectiveIdentity) -> Value {
     m.insert("source".into(), opt(c.source.map(|s| s.as_str())));
     m.insert("producer".into(), opt(c.producer.as_deref()));
     m.insert("phase".into(), json!(c.phase.as_str()));
+    m.insert(
+        "phase_evidence".into(),
+        json!({"rule": c.phase_evidence.rule, "evidence": c.phase_evidence.detail_text(graph)}),
+    );
     m.insert("recomputed".into(), json!(c.recomputed));
     m.insert("rule".into(), opt(c.evidence.as_ref().map(|e| e.rule)));
     m.insert(

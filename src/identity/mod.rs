@@ -20,6 +20,7 @@ mod audit;
 mod classify;
 pub mod json;
 mod payload;
+mod structure;
 mod transform;
 
 pub use audit::{audit, Audit, AuditEntry, AuditStatus};
@@ -28,6 +29,7 @@ pub use payload::{read_payload, Payload, PAYLOAD_KEY};
 pub use transform::{bucket_identities, BucketIdentity, PLANNER_PRODUCER};
 
 use crate::graph::{Graph, NodeId};
+pub use crate::ops::{Api, Transport};
 use indexmap::IndexMap;
 
 /// A collective's purpose.
@@ -99,46 +101,6 @@ impl Role {
     }
 }
 
-/// What a collective moves, independent of why.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Transport {
-    AllGather,
-    ReduceScatter,
-    AllReduce,
-    AllToAll,
-    Broadcast,
-    /// An opaque communication-compute op (`symm_mem.fused_all_gather_matmul`, ...).
-    Fused,
-}
-
-impl Transport {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::AllGather => "all_gather",
-            Transport::ReduceScatter => "reduce_scatter",
-            Transport::AllReduce => "all_reduce",
-            Transport::AllToAll => "all_to_all",
-            Transport::Broadcast => "broadcast",
-            Transport::Fused => "fused",
-        }
-    }
-
-    /// The transport of a functional collective op name (`graph::collective_op`).
-    pub fn of_op(op: &str) -> Transport {
-        if op.starts_with("all_gather") {
-            Transport::AllGather
-        } else if op.starts_with("reduce_scatter") {
-            Transport::ReduceScatter
-        } else if op.starts_with("all_reduce") {
-            Transport::AllReduce
-        } else if op.starts_with("all_to_all") {
-            Transport::AllToAll
-        } else {
-            Transport::Broadcast
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
     /// Declared by the producer (a valid payload, or an unambiguous producer tag).
@@ -183,9 +145,11 @@ pub mod rules {
     pub const COMM_TYPE: &str = "comm_type";
     /// Heuristic: all-gather whose input has exactly one placeholder ancestor.
     pub const AG_SINGLE_PLACEHOLDER: &str = "ag_single_placeholder";
-    /// Heuristic: reduce-scatter whose wait reaches the output only through unary nodes.
+    /// Heuristic: reduce-scatter whose wait has users and whose forward closure has only
+    /// single-input nodes (Inductor's `is_fsdp_reduce_scatter_wait`).
     pub const RS_UNARY_TO_OUTPUT: &str = "rs_unary_chain_to_output";
-    /// Heuristic: all-reduce on a group that carries an FSDP all-gather.
+    /// Heuristic: all-reduce on a group that carries an all-gather with a structural FSDP
+    /// verdict (Inductor's `identify_fsdp_groups`).
     pub const AR_GROUP_TRANSITIVITY: &str = "ar_group_transitivity";
     /// Transform rule: many collectives became one.
     pub const BUCKETING: &str = "bucketing";
@@ -195,6 +159,23 @@ pub mod rules {
     pub const FUSION: &str = "fusion";
     /// Transform rule: one-to-one copy, recompute copy, retrace, reorder.
     pub const COPY: &str = "copy";
+}
+
+/// Stable names of the rules that decide a collective's phase (forward or backward).
+pub mod phase_rules {
+    /// The FSDP pass's `comm_type` tag names the phase.
+    pub const COMM_TYPE: &str = "comm_type";
+    /// `meta["autograd_backward"]` is set on the node.
+    pub const AUTOGRAD_BACKWARD: &str = "autograd_backward";
+    /// The node depends on a backward input (`tangents_*`, `partitioner_tag: is_backward`).
+    pub const BACKWARD_INPUT: &str = "backward_input";
+    /// The node stands after the first node flagged `autograd_backward`.
+    pub const AFTER_FIRST_BACKWARD: &str = "after_first_backward";
+    /// No autograd metadata: the node stands after the gradient seed (`ones_like(loss)`) of
+    /// a traced joint graph.
+    pub const GRADIENT_SEED: &str = "gradient_seed";
+    /// Nothing marks it as backward.
+    pub const FORWARD: &str = "forward";
 }
 
 /// Why a collective has its role.
@@ -232,8 +213,13 @@ enum DetailRepr {
     },
     /// The all-gather's only placeholder ancestor.
     SinglePlaceholder(NodeId),
-    /// The reduce-scatter (start) whose waits reach the output through unary nodes.
-    UnaryToOutput(NodeId),
+    /// The reduce-scatter's wait whose forward closure has only single-input nodes.
+    UnaryClosedWait(NodeId),
+    /// A phase decided by structure: the rule's anchor node (first backward node, seed).
+    PhaseAnchor {
+        rule: &'static str,
+        anchor: Option<NodeId>,
+    },
     /// The all-reduce and the FSDP all-gather on its process group.
     GroupTransitivity {
         collective: NodeId,
@@ -273,8 +259,12 @@ impl Detail {
         Detail(DetailRepr::SinglePlaceholder(placeholder))
     }
 
-    pub(crate) fn unary_to_output(start: NodeId) -> Detail {
-        Detail(DetailRepr::UnaryToOutput(start))
+    pub(crate) fn unary_closed_wait(wait: NodeId) -> Detail {
+        Detail(DetailRepr::UnaryClosedWait(wait))
+    }
+
+    pub(crate) fn phase(rule: &'static str, anchor: Option<NodeId>) -> Detail {
+        Detail(DetailRepr::PhaseAnchor { rule, anchor })
     }
 
     pub(crate) fn group_transitivity(collective: NodeId, all_gather: NodeId) -> Detail {
@@ -282,6 +272,22 @@ impl Detail {
             collective,
             all_gather,
         })
+    }
+
+    /// The node a phase rule is anchored at (the first backward node, the gradient seed).
+    pub fn anchor(&self) -> Option<NodeId> {
+        match &self.0 {
+            DetailRepr::PhaseAnchor { anchor, .. } => *anchor,
+            _ => None,
+        }
+    }
+
+    /// The all-gather that made the process group an FSDP group, for a group-rule detail.
+    pub(crate) fn group_all_gather(&self) -> Option<NodeId> {
+        match &self.0 {
+            DetailRepr::GroupTransitivity { all_gather, .. } => Some(*all_gather),
+            _ => None,
+        }
     }
 
     /// The text, rendered against the graph that was classified.
@@ -309,23 +315,46 @@ impl Detail {
                 "the input's only graph-input ancestor is {}",
                 graph.node(*p).name
             ),
-            DetailRepr::UnaryToOutput(start) => format!(
-                "every path from {} reaches the output through single-input nodes",
-                classify::waits_and_carriers(graph, *start)
-                    .0
-                    .iter()
-                    .map(|&w| graph.node(w).name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            DetailRepr::UnaryClosedWait(wait) => format!(
+                "{} has users, and every node reached from it (the output aside) has a single \
+                 input",
+                graph.node(*wait).name
             ),
+            DetailRepr::PhaseAnchor { rule, anchor } => {
+                let name = |id: &Option<NodeId>| {
+                    id.map(|id| graph.node(id).name.clone()).unwrap_or_default()
+                };
+                match *rule {
+                    phase_rules::COMM_TYPE => "the comm_type tag names the phase".into(),
+                    phase_rules::AUTOGRAD_BACKWARD => "meta[\"autograd_backward\"] is set".into(),
+                    phase_rules::BACKWARD_INPUT => "depends on a backward input (a tangents \
+                                                    placeholder or one tagged partitioner_tag \
+                                                    is_backward)"
+                        .into(),
+                    phase_rules::AFTER_FIRST_BACKWARD => format!(
+                        "stands after {}, the first node flagged autograd_backward",
+                        name(anchor)
+                    ),
+                    phase_rules::GRADIENT_SEED => format!(
+                        "no autograd metadata in the graph; stands after the gradient seed {} \
+                         (ones_like of the scalar loss), so it runs in the backward pass",
+                        name(anchor)
+                    ),
+                    _ => "nothing marks it as backward".into(),
+                }
+            }
             DetailRepr::GroupTransitivity {
                 collective,
                 all_gather,
             } => format!(
-                "process group {:?} also carries the FSDP all-gather {}",
-                classify::process_group(graph.node(*collective))
-                    .as_deref()
-                    .unwrap_or_default(),
+                "process group {:?} also carries {}, an all-gather with a structural FSDP \
+                 verdict",
+                {
+                    let node = graph.node(*collective);
+                    crate::ops::collective_call(node)
+                        .and_then(|call| classify::process_group(graph, node, &call))
+                        .unwrap_or_default()
+                },
                 graph.node(*all_gather).name
             ),
         }
@@ -336,12 +365,17 @@ impl Detail {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Provenance {
     /// The metadata key that records it (`from_node`, `bucketing_ag_sources`,
-    /// `fsdp_bucket_members`).
+    /// `fsdp_bucket_members`, or `dedup_rewrite` for a recognised reduce-scatter
+    /// deduplication).
     pub key: String,
     /// Member node names (or parameter names, for `fsdp_bucket_members`).
     pub members: Vec<String>,
     /// The `pass_name` recorded in `from_node`, when any.
     pub pass_name: Option<String>,
+    /// The members' identity payloads as Inductor's bucketing records them
+    /// (`bucketing_custom_sources`: the `custom` dict of each member that had one), one entry
+    /// per recorded dict, `None` where it holds no valid payload.
+    pub member_payloads: Option<Vec<Option<payload::Payload>>>,
 }
 
 impl Provenance {
@@ -358,22 +392,31 @@ pub struct CollectiveIdentity {
     pub name: String,
     /// The op name (`all_gather_into_tensor`, `fused_all_gather_matmul`, ...).
     pub op: String,
+    /// How the graph calls it (functional, functional autograd, c10d, fused).
+    pub api: Api,
     pub transport: Transport,
     /// The process group named by the call (`group_name`), else `meta["comm_group"]`.
     pub group: Option<String>,
-    /// The wait nodes of the collective (through coalesced `getitem`s).
+    /// Where the collective completes: its wait nodes (through coalesced `getitem`s); for a
+    /// c10d op, the user of its `Work` handle, else the `getitem` of its output.
     pub waits: Vec<NodeId>,
     pub role: Option<Role>,
     pub source: Option<Source>,
     pub producer: Option<String>,
     pub phase: Phase,
+    /// Why the phase is what it is (a [`phase_rules`] name and its anchor).
+    pub phase_evidence: Evidence,
     pub recomputed: bool,
     /// The rule that gave the role; `None` when unclassified.
     pub evidence: Option<Evidence>,
-    /// What the structural heuristics alone say, whatever the final role.
+    /// What torch Inductor's structural predicates say of the node, whatever the final role
+    /// (see `structure.rs`).
     pub heuristic: Option<(Role, Evidence)>,
     /// The transform that made this node, when recorded.
     pub provenance: Option<Provenance>,
+    /// For an all-gather: the only graph input (placeholder) among its input's ancestors —
+    /// the parameter it gathers — when there is exactly one.
+    pub input_placeholder: Option<NodeId>,
 }
 
 /// A storage release tagged by the FSDP pass (`fsdp_reshard_free*`): not a collective.
@@ -418,6 +461,8 @@ pub enum Code {
     IdentityChanged,
     /// The reference planner put collectives of different roles in one bucket.
     PlannerBucketMixedRoles,
+    /// A bucket names members that the dump before the transform does not have.
+    BucketMemberMissing,
 }
 
 impl Code {
@@ -437,10 +482,11 @@ impl Code {
             Code::InferredUpgraded => "inferred_upgraded",
             Code::IdentityChanged => "identity_changed",
             Code::PlannerBucketMixedRoles => "planner_bucket_mixed_roles",
+            Code::BucketMemberMissing => "bucket_member_missing",
         }
     }
 
-    pub const ALL: [Code; 14] = [
+    pub const ALL: [Code; 15] = [
         Code::MalformedPayload,
         Code::RoleTransportConflict,
         Code::ExplicitConflict,
@@ -455,6 +501,7 @@ impl Code {
         Code::InferredUpgraded,
         Code::IdentityChanged,
         Code::PlannerBucketMixedRoles,
+        Code::BucketMemberMissing,
     ];
 }
 

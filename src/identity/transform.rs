@@ -45,49 +45,161 @@ pub struct Combined {
     pub dropped: Option<String>,
 }
 
-/// The transform provenance recorded on a node: `bucketing_*_sources`, else
-/// `fsdp_bucket_members` (two or more parameter names), else `from_node`.
+/// Metadata keys Inductor's bucketing copies from its members (`_populate_node_meta`): the
+/// members' values, not their names.
+const COPIED_MEMBER_META: &[&str] = &[
+    "bucketing_nn_module_stack_sources",
+    "bucketing_fwd_nn_module_stack_sources",
+    "bucketing_stack_trace_sources",
+    "bucketing_custom_sources",
+];
+
+/// The transform provenance recorded on a node: member names from `bucketing_*_sources`
+/// (other than the member metadata Inductor copies), else `fsdp_bucket_members` (two or more
+/// parameter names), else `from_node`; with Inductor's `bucketing_custom_sources`, the
+/// members' identity payloads.
 pub fn read_provenance(node: &Node) -> Option<Provenance> {
+    let member_payloads = node
+        .meta("bucketing_custom_sources")
+        .and_then(PyValue::as_list)
+        .map(|customs| {
+            customs
+                .iter()
+                .map(|custom| {
+                    custom
+                        .as_dict()
+                        .and_then(|c| c.get(super::PAYLOAD_KEY))
+                        .and_then(|p| super::read_payload(p).ok())
+                })
+                .collect::<Vec<_>>()
+        });
+    let mut found: Option<Provenance> = None;
     for (key, value) in &node.meta {
-        if key.starts_with("bucketing_") && key.ends_with("_sources") {
+        if key.starts_with("bucketing_")
+            && key.ends_with("_sources")
+            && !COPIED_MEMBER_META.contains(&key.as_str())
+        {
             let (members, pass_name) = entry_names(value);
             if !members.is_empty() {
-                return Some(Provenance {
+                found = Some(Provenance {
                     key: key.to_string(),
                     members,
                     pass_name,
+                    member_payloads: None,
+                });
+                break;
+            }
+        }
+    }
+    if found.is_none() {
+        if let Some(PyValue::List(items)) = node.meta("fsdp_bucket_members") {
+            let mut members: Vec<String> = Vec::new();
+            for item in items {
+                if let Some(name) = item.as_str() {
+                    if !members.iter().any(|m| m == name) {
+                        members.push(name.to_string());
+                    }
+                }
+            }
+            if members.len() >= 2 {
+                found = Some(Provenance {
+                    key: "fsdp_bucket_members".into(),
+                    members,
+                    pass_name: None,
+                    member_payloads: None,
                 });
             }
         }
     }
-    if let Some(PyValue::List(items)) = node.meta("fsdp_bucket_members") {
-        let mut members: Vec<String> = Vec::new();
-        for item in items {
-            if let Some(name) = item.as_str() {
-                if !members.iter().any(|m| m == name) {
-                    members.push(name.to_string());
-                }
+    if found.is_none() {
+        if let Some(value) = node.meta("from_node") {
+            let (members, pass_name) = entry_names(value);
+            if !members.is_empty() {
+                found = Some(Provenance {
+                    key: "from_node".into(),
+                    members,
+                    pass_name,
+                    member_payloads: None,
+                });
             }
         }
-        if members.len() >= 2 {
-            return Some(Provenance {
-                key: "fsdp_bucket_members".into(),
-                members,
-                pass_name: None,
-            });
+    }
+    match (found, member_payloads) {
+        (Some(mut prov), payloads) => {
+            prov.member_payloads = payloads;
+            Some(prov)
+        }
+        // Member payloads without member names: the dict count is all there is.
+        (None, Some(payloads)) if payloads.len() >= 2 => Some(Provenance {
+            key: "bucketing_custom_sources".into(),
+            members: (0..payloads.len()).map(|i| format!("member {i}")).collect(),
+            pass_name: None,
+            member_payloads: Some(payloads),
+        }),
+        _ => None,
+    }
+}
+
+/// Inductor's `dedup_fsdp_reduce_scatter` rewrite, recognised against the graph before it:
+/// `add(wait(RS(a)), wait(RS(b)))` became `wait(RS(add(a, b)))` (repeatedly, for add trees),
+/// leaving no provenance. `entry` (a reduce-scatter of `graph`, the after graph) is that
+/// rewrite when its input is a tree of `add`s that the before graph does not have, whose
+/// leaves are the inputs of two or more before reduce-scatters that the after graph no longer
+/// has.
+pub fn dedup_rewrite(
+    graph: &Graph,
+    entry: &CollectiveIdentity,
+    before: &Graph,
+    before_c: &Classification,
+) -> Option<Provenance> {
+    if before.find(&entry.name).is_some() {
+        return None;
+    }
+    let input = graph
+        .node(entry.node)
+        .args
+        .first()
+        .and_then(crate::dump::node_index)?;
+    // A removed reduce-scatter of the before graph that read `name`, if any.
+    let removed_rs_reading = |name: &str| {
+        let leaf = before.find(name)?;
+        before_c.collectives.iter().find(|c| {
+            c.transport == Transport::ReduceScatter
+                && before
+                    .node(c.node)
+                    .args
+                    .first()
+                    .and_then(crate::dump::node_index)
+                    == Some(leaf)
+                && graph.find(&c.name).is_none()
+        })
+    };
+    // Walk the add tree down to its leaves: inputs of removed reduce-scatters.
+    let mut members: Vec<String> = Vec::new();
+    let mut stack = vec![input];
+    let mut visited = 0usize;
+    while let Some(id) = stack.pop() {
+        visited += 1;
+        if visited > 4096 {
+            return None;
+        }
+        let node = graph.node(id);
+        if let Some(rs) = removed_rs_reading(&node.name) {
+            if !members.contains(&rs.name) {
+                members.push(rs.name.clone());
+            }
+        } else if target_is_op(&node.target, "aten", "add") && !graph.inputs(id).is_empty() {
+            stack.extend(graph.inputs(id).iter().rev().copied().filter(|&i| i < id));
+        } else {
+            return None;
         }
     }
-    if let Some(value) = node.meta("from_node") {
-        let (members, pass_name) = entry_names(value);
-        if !members.is_empty() {
-            return Some(Provenance {
-                key: "from_node".into(),
-                members,
-                pass_name,
-            });
-        }
-    }
-    None
+    (members.len() >= 2).then(|| Provenance {
+        key: "dedup_rewrite".into(),
+        members,
+        pass_name: Some("dedup_fsdp_reduce_scatter".into()),
+        member_payloads: None,
+    })
 }
 
 /// Names in a provenance list: strings, node references, or `NodeSource` dicts (`name`,
@@ -336,6 +448,76 @@ pub fn combine(kind: TransformKind, members: &[&CollectiveIdentity], graph: &Gra
         }),
         dropped: None,
     }
+}
+
+/// The bucketing rule over the members' payloads as Inductor records them
+/// (`bucketing_custom_sources`): `members` members, one payload slot per recorded `custom`
+/// dict (members without one are not recorded). A role is kept only when every member
+/// carries a valid payload of that role, compatible with the bucket's transport; explicit
+/// only when every payload is. (Inductor buckets one group, reduction and dtype at a time, so
+/// the bucket's own call stands for those.)
+pub fn combine_payloads(
+    payloads: &[Option<super::Payload>],
+    members: usize,
+    transport: Transport,
+) -> Combined {
+    let none = |dropped: Option<String>| Combined {
+        role: None,
+        source: None,
+        dropped,
+    };
+    let carried: Vec<&super::Payload> = payloads.iter().flatten().collect();
+    if carried.is_empty() {
+        return none(None);
+    }
+    let total = members.max(payloads.len());
+    if carried.len() < total {
+        return none(Some(format!(
+            "{} of {total} members carry no identity payload",
+            total - carried.len()
+        )));
+    }
+    let first = carried[0];
+    if carried.iter().any(|p| p.role != first.role) {
+        return none(Some(format!(
+            "roles differ: {}",
+            describe_payloads(payloads, members)
+        )));
+    }
+    if !first.role.compatible_with(transport) {
+        return none(Some(format!(
+            "role {} does not fit the bucket's transport {}",
+            first.role.as_str(),
+            transport.as_str()
+        )));
+    }
+    let all_explicit = carried.iter().all(|p| p.source == Source::Explicit);
+    Combined {
+        role: Some(first.role.clone()),
+        source: Some(if all_explicit {
+            Source::Explicit
+        } else {
+            Source::Inferred
+        }),
+        dropped: None,
+    }
+}
+
+/// The members' payloads in words: `tp.sequence_gather (explicit), tp.weight_gather
+/// (explicit), 1 without payload`.
+pub fn describe_payloads(payloads: &[Option<super::Payload>], members: usize) -> String {
+    let mut parts: Vec<String> = payloads
+        .iter()
+        .map(|p| match p {
+            Some(p) => format!("{} ({})", p.role.as_str(), p.source.as_str()),
+            None => "a custom dict without a valid payload".to_string(),
+        })
+        .collect();
+    let unrecorded = members.saturating_sub(payloads.len());
+    if unrecorded > 0 {
+        parts.push(format!("{unrecorded} without a custom dict"));
+    }
+    parts.join(", ")
 }
 
 /// The identity of one of the planner's buckets.

@@ -32,7 +32,7 @@ if (!existsSync(casesDir)) die(`no corpus at ${casesDir} (set COMMLENS_SHARED)`)
 if (!existsSync(bin)) die(`no native CLI at ${bin} (cargo build -p commlens-cli)`);
 const wasmJs = join(wasmDir, 'commlens_wasm.js');
 if (!existsSync(wasmJs)) die(`no wasm build at ${wasmJs} (run through \`cargo xtask test\`)`);
-const { plan_report } = createRequire(import.meta.url)(wasmJs);
+const { plan_report, plan_report_with_tags } = createRequire(import.meta.url)(wasmJs);
 
 // ---- strict JSON: numbers keep whether they were written as integers or floats ----
 
@@ -252,4 +252,24 @@ for (const name of cases) {
 console.log(`conformance: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 if (cases.length === 0) console.log('conformance: no cases ran');
 console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 && passed > 0 ? 0 : 1);
+
+// `--tags roles` (tags derived from semantic roles) on the untagged traced fixtures: the wasm
+// build prints what the native CLI prints, and finds something to plan.
+const fixtures = join(repo, 'tests', 'fixtures', 'identity');
+const untagged = ['fsdp_tp_untagged.json', 'cases/phase_gradient_seed.json', 'cases/rs_wait_unused_unary.json'];
+let tagsFailed = 0;
+for (const file of untagged) {
+  const path = join(fixtures, file);
+  const native = spawnSync(bin, ['plan', path, '--tags', 'roles'], { encoding: 'utf8' });
+  let out;
+  try {
+    out = plan_report_with_tags(readFileSync(path), undefined, 'roles');
+  } catch (e) {
+    out = `error: ${e.message}`;
+  }
+  const ok = native.status === 0 && out === native.stdout && JSON.parse(out).summary.tagged_collectives > 0;
+  if (!ok) tagsFailed++;
+  console.log(`${ok ? 'pass' : 'FAIL'} tags roles ${file}`);
+}
+console.log(`tags roles: ${untagged.length - tagsFailed} passed, ${tagsFailed} failed`);
+process.exit(failed === 0 && passed > 0 && tagsFailed === 0 ? 0 : 1);

@@ -38,3 +38,31 @@ pub fn plan_report_native(dump: &[u8], args_json: Option<&str>) -> Result<String
     commlens::plan_report_json(dump, args_json.map(str::as_bytes))
         .map_err(|failure| failure.to_string())
 }
+
+/// Plans `dump` with its FSDP tags taken as `tags` says: `"dump"` (as written, the reference's
+/// behaviour: the same as [`plan_report`]) or `"roles"` (derived from semantic roles, for graphs
+/// without tags; the report then has `"tags": "roles"` and `"derived_tags"`).
+///
+/// Returns exactly what `commlens plan DUMP --args ARGS --tags TAGS` prints on stdout.
+#[wasm_bindgen]
+pub fn plan_report_with_tags(
+    dump: &[u8],
+    args_json: Option<String>,
+    tags: &str,
+) -> Result<String, JsValue> {
+    plan_report_with_tags_native(dump, args_json.as_deref(), tags)
+        .map_err(|message| JsError::new(&message).into())
+}
+
+/// [`plan_report_with_tags`] without JavaScript types.
+pub fn plan_report_with_tags_native(
+    dump: &[u8],
+    args_json: Option<&str>,
+    tags: &str,
+) -> Result<String, String> {
+    let mode = commlens::TagMode::parse(tags)
+        .ok_or_else(|| format!("tags is \"dump\" or \"roles\", not {tags:?}"))?;
+    commlens::read_and_plan_with(dump, args_json.map(str::as_bytes), mode)
+        .map(|planned| planned.to_json())
+        .map_err(|failure| failure.to_string())
+}
