@@ -219,35 +219,31 @@ pub fn read_and_plan(
     dump: &[u8],
     args_json: Option<&[u8]>,
 ) -> Result<(Graph, BucketPlan), PlanFailure> {
-    read_and_plan_with(dump, args_json, &mut ())
-}
-
-/// [`read_and_plan`], handing each node to `extra` while the reader has it in cache.
-pub fn read_and_plan_with(
-    dump: &[u8],
-    args_json: Option<&[u8]>,
-    extra: &mut dyn graph::FactsSink,
-) -> Result<(Graph, BucketPlan), PlanFailure> {
     let args = match args_json {
         Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
         None => None,
     };
     let planner: planner::Planner<Graph> =
-        planner::read_prepared_with(dump, extra).map_err(PlanFailure::Dump)?;
+        planner::read_prepared(dump).map_err(PlanFailure::Dump)?;
     let planner_args = resolve_args(planner.graph(), args.as_ref());
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))
 }
 
 /// `commlens cost` as a function: the dump planned exactly as `commlens plan` plans it
-/// ([`read_and_plan`]), then costed on `hardware`, the graph as it is and with the plan.
+/// ([`read_and_plan_with`], tags as `mode` says), then costed on `hardware`, the graph as it
+/// is and with the plan. The report carries what the plan's tags rest on (derived from roles,
+/// or why an untagged graph planned to nothing).
 pub fn cost_report(
     dump: &[u8],
     args_json: Option<&[u8]>,
+    mode: TagMode,
     hardware: cost::Hardware,
 ) -> Result<cost::CostReport, PlanFailure> {
-    let mut work = cost::GraphWorkBuilder::default();
-    let (graph, plan) = read_and_plan_with(dump, args_json, &mut work)?;
-    let model = cost::CostModel::with_work(work.finish_for(&graph), hardware, &plan.group_ranks);
-    Ok(cost::CostReport::new(&graph, &plan, &model))
+    let planned = read_and_plan_with(dump, args_json, mode)?;
+    let model = cost::CostModel::new(&planned.graph, hardware, &planned.plan.group_ranks);
+    let mut report = cost::CostReport::new(&planned.graph, &planned.plan, &model);
+    report.tags = planned.derived.as_ref().map(|d| d.describe());
+    report.note = planned.note;
+    Ok(report)
 }

@@ -13,7 +13,7 @@ mod common;
 use commlens::cost::{
     CollectiveType, CostModel, CostReport, GpuGeneration, GraphWork, GraphWorkBuilder, Hardware,
 };
-use commlens::{read_and_plan, read_dump, Graph};
+use commlens::{read_and_plan, read_dump, Graph, TagMode};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -305,8 +305,13 @@ fn snapshots() {
     ];
     let mut failures = Vec::new();
     for (name, path, gpu) in cases {
-        let report: CostReport =
-            commlens::cost_report(&common::read(&path), None, Hardware::preset(gpu)).unwrap();
+        let report: CostReport = commlens::cost_report(
+            &common::read(&path),
+            None,
+            TagMode::Dump,
+            Hardware::preset(gpu),
+        )
+        .unwrap();
         for (ext, text) in [("json", report.to_json()), ("txt", report.to_text())] {
             if let Err(e) =
                 common::check_snapshot(&format!("tests/snapshots/cost/{name}.{ext}"), &text)
@@ -324,6 +329,7 @@ fn json_keys_are_stable() {
     let report = commlens::cost_report(
         &common::read(&fixture("overlap.json")),
         None,
+        TagMode::Dump,
         Hardware::default(),
     )
     .unwrap();
@@ -355,6 +361,7 @@ fn json_keys_are_stable() {
     let mlp = commlens::cost_report(
         &common::read(&root().join("examples/mlp_fsdp.json")),
         None,
+        TagMode::Dump,
         Hardware::default(),
     )
     .unwrap();

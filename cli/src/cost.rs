@@ -1,4 +1,4 @@
-//! `commlens cost DUMP [--args ARGS.json] [--gpu GEN] [--gpus-per-node N] [--no-nvlink]
+//! `commlens cost DUMP [--args ARGS.json] [--tags dump|roles] [--gpu GEN] [--gpus-per-node N] [--no-nvlink]
 //! [--intra-bw GB/s] [--inter-bw GB/s] [--dram-bw GB/s] [--tflops DTYPE=TF/s] [--tf32]
 //! [--efficiency F] [--json]`: what the graph and its plan cost on given hardware, by torch's
 //! own estimators (the library computes; this module reads the files and the options).
@@ -16,6 +16,10 @@ pub struct Args {
     /// (its `group_ranks` also give the process-group sizes).
     #[arg(long = "args", value_name = "ARGS.json")]
     args: Option<String>,
+    /// Where the FSDP tags the plan rests on come from: `dump` (as written) or `roles`
+    /// (derived from semantic roles, for graphs without tags), as for `commlens plan`.
+    #[arg(long, value_name = "dump|roles", default_value = "dump", value_parser = crate::plan::tag_mode)]
+    tags: commlens::TagMode,
     /// GPU generation: the NCCL model's tables and the roofline preset (torch assumes
     /// ampere when it sees no GPU).
     #[arg(long, value_name = "GEN", default_value = "ampere", value_parser = generation)]
@@ -114,9 +118,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 
     let dump_bytes = read_file(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
-    let report = commlens::cost_report(&dump_bytes, args_bytes.as_deref(), hardware)
+    let report = commlens::cost_report(&dump_bytes, args_bytes.as_deref(), args.tags, hardware)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let text = if args.json {
+        // The JSON keeps its fixed form; the note goes beside it, as `commlens plan` does.
+        if let Some(note) = &report.note {
+            eprintln!("{note}");
+        }
         report.to_json()
     } else {
         report.to_text()

@@ -133,3 +133,39 @@ fn text_is_the_summary_and_the_most_exposed() {
     assert!(stdout.contains("Most exposed collectives, as it is:"));
     assert!(stdout.contains("Most exposed buckets or collectives, planned:"));
 }
+
+/// `--tags roles` plans an untagged graph as `commlens plan --tags roles` does; without it the
+/// plan is empty and the note says why.
+#[test]
+fn tags_roles_plans_an_untagged_graph_like_plan_does() {
+    let dump = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/identity/fsdp_tp_untagged.json")
+        .to_string_lossy()
+        .into_owned();
+    let plan = json(&["plan", &dump, "--tags", "roles"]);
+    let cost = json(&["cost", &dump, "--tags", "roles", "--json"]);
+    let ids = |v: &serde_json::Value, key: &str| -> Vec<String> {
+        v["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[key].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(!ids(&plan, "bucket_id").is_empty());
+    assert_eq!(ids(&cost, "bucket_id"), ids(&plan, "bucket_id"));
+
+    let out = run(&["cost", &dump, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let untagged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(untagged["buckets"].as_array().unwrap().is_empty());
+    assert!(
+        text(&out.stderr).contains("--tags roles"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["cost", &dump, "--tags", "roles"]);
+    assert!(text(&out.stdout).starts_with("tags derived from semantic roles"));
+    let out = run(&["cost", &dump, "--tags", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -57,6 +57,10 @@ pub struct CostReport {
     pub planned: StepSummary,
     /// Collectives outside every bucket, with their planned stall.
     pub planned_unbucketed_exposed: Vec<(usize, f64)>,
+    /// With `--tags roles`: the FSDP tags derived from semantic roles, described.
+    pub tags: Option<String>,
+    /// Why an untagged graph planned to nothing, when it did.
+    pub note: Option<String>,
 }
 
 impl CostReport {
@@ -137,6 +141,8 @@ impl CostReport {
             unbucketed: unbucketed.summary,
             planned: planned.step.summary,
             planned_unbucketed_exposed,
+            tags: None,
+            note: None,
         }
     }
 
@@ -194,6 +200,10 @@ impl CostReport {
     /// variant, in plain words.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
+        if let Some(tags) = &self.tags {
+            out.push_str(tags);
+            out.push_str("\n\n");
+        }
         let hw = &self.hardware;
         let net = &hw.network;
         let _ = writeln!(
@@ -333,6 +343,11 @@ impl CostReport {
                 algo.unwrap_or("-"),
                 us(*exposed)
             );
+        }
+        if let Some(note) = &self.note {
+            out.push('\n');
+            out.push_str(note);
+            out.push('\n');
         }
         out
     }
