@@ -145,6 +145,32 @@ fn coalesced_waits_unmodelled_collectives_and_broadcast_reads() {
     }
 }
 
+/// Non-functional `c10d` ops (an eager FSDP2 trace) are listed as collectives that the model
+/// cannot time; they stall nothing.
+#[test]
+fn c10d_ops_are_listed_untimed() {
+    let path = root().join("tests/fixtures/identity/cases/c10d_collectives.json");
+    let (graph, _, model) = model(&path, Hardware::default());
+    let names: Vec<(&str, Option<CollectiveType>)> = model
+        .work
+        .comms
+        .iter()
+        .zip(&model.timing.comms)
+        .map(|(c, t)| {
+            assert_eq!((t.time.us, t.time.algo), (0.0, None));
+            (graph.node(c.node).name.as_str(), Some(c.coll))
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("ag", Some(CollectiveType::Unsupported)),
+            ("rs", Some(CollectiveType::ReduceScatter))
+        ]
+    );
+    assert_eq!(model.unbucketed().summary.exposed_comm_us, 0.0);
+}
+
 /// The example's plan: each bucket is one collective of its members' tensors together, issued
 /// after its latest input and waited before its earliest consumer; the other collectives stay.
 #[test]

@@ -29,7 +29,8 @@ pub use roofline::Roofline;
 pub use simulate::{Launch, Step, StepSummary};
 
 use crate::dump::{lookup, node_index, Node, Op};
-use crate::graph::{split_op, Graph, NodeId};
+use crate::graph::{Graph, NodeId};
+use crate::ops::{Api, Transport};
 use crate::planner::BucketPlan;
 use crate::value::PyValue;
 use indexmap::IndexMap;
@@ -63,63 +64,46 @@ impl Default for Hardware {
     }
 }
 
-/// How the cost model treats a communication op: its type, and where its process group and
-/// group size sit among its arguments.
+/// How the cost model treats a communication op: how the graph calls it, its type, its
+/// process group and its own `group_size` argument.
 #[derive(Clone, Copy, Debug)]
-struct CommOp {
+struct CommOp<'n> {
+    api: Api,
     coll: CollectiveType,
-    /// Position of `group_name` (also accepted as a keyword).
-    group_name: Option<usize>,
-    /// Position of `group_size`.
-    group_size: Option<usize>,
+    group: Option<&'n str>,
+    group_size: Option<u64>,
 }
 
-/// The ops the cost model times as communication: the functional collectives that return a
-/// tensor to wait on (`_c10d_functional`, `_c10d_functional_autograd`, the legacy
-/// `c10d_functional` with `tag, ranks, group_size`, and `_dtensor.shard_dim_alltoall`).
-/// The planner's `is_collective` (`graph.rs`) is a different, narrower helper of the spec.
-fn comm_op(namespace: &str, op: &str) -> Option<CommOp> {
-    let positions = match namespace {
-        "_c10d_functional" | "_c10d_functional_autograd" => match op {
-            "all_gather_into_tensor"
-            | "all_gather_into_tensor_out"
-            | "all_gather_into_tensor_coalesced" => (Some(2), Some(1)),
-            "reduce_scatter_tensor"
-            | "reduce_scatter_tensor_out"
-            | "reduce_scatter_tensor_coalesced" => (Some(3), Some(2)),
-            "all_reduce"
-            | "all_reduce_"
-            | "all_reduce_coalesced"
-            | "all_reduce_coalesced_"
-            | "broadcast"
-            | "broadcast_" => (Some(2), None),
-            "all_to_all_single" | "isend" | "irecv" => (Some(3), None),
-            "batch_p2p_ops" => (Some(4), None),
-            _ => return None,
+/// The communication ops the cost model times: the functional collectives (`crate::ops`),
+/// which return a tensor that a `wait_tensor` completes. Non-functional `c10d` ops are listed
+/// with no time (torch's model cannot resolve their process group); fused
+/// communication-compute ops (`symm_mem.fused_*`) run on the compute stream, costed by the
+/// roofline, as torch's overlap scheduler costs them.
+fn comm_op(node: &Node) -> Option<CommOp<'_>> {
+    let call = crate::ops::collective_call(node)?;
+    let legacy = node.target.starts_with("c10d_functional.");
+    let size_arg = match call.api {
+        Api::Fused => return None,
+        Api::C10d => None,
+        // The legacy ops end with `ranks, group_size`.
+        _ if legacy => node.args.last(),
+        _ => match call.transport {
+            Transport::AllGather => node.args.get(1),
+            Transport::ReduceScatter => node.args.get(2),
+            _ => None,
         },
-        "c10d_functional" => match op {
-            "all_gather_into_tensor" => (None, Some(3)),
-            "all_reduce" | "reduce_scatter_tensor" | "broadcast" => (None, Some(4)),
-            "all_to_all_single" => (None, Some(5)),
-            _ => return None,
-        },
-        "_dtensor" if op == "shard_dim_alltoall" => (Some(3), None),
-        _ => return None,
     };
+    let group_size = lookup(&node.kwargs, "group_size")
+        .filter(|_| call.api != Api::C10d)
+        .or(size_arg)
+        .and_then(PyValue::static_int)
+        .and_then(|g| u64::try_from(g).ok());
     Some(CommOp {
-        coll: CollectiveType::from_kernel_name(op),
-        group_name: positions.0,
-        group_size: positions.1,
+        api: call.api,
+        coll: CollectiveType::from_kernel_name(call.op),
+        group: call.group_argument(node).and_then(PyValue::as_str),
+        group_size,
     })
-}
-
-/// `wait_tensor` (or `wait_tensors`) of the functional collectives.
-fn is_wait(namespace: &str, op: &str) -> bool {
-    matches!(
-        (namespace, op),
-        ("_c10d_functional" | "c10d_functional", "wait_tensor")
-            | ("_c10d_functional", "wait_tensors")
-    )
 }
 
 /// A compute node's work: what the roofline needs.
@@ -142,6 +126,8 @@ pub struct ComputeWork {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CommWork {
     pub node: NodeId,
+    /// How the graph calls it (a non-functional `c10d` op is listed, never timed).
+    pub api: Api,
     pub coll: CollectiveType,
     /// `estimate_fx_collective_size`: input and output tensor bytes.
     pub bytes: u64,
@@ -338,15 +324,13 @@ impl GraphWorkBuilder {
     fn add_call(&mut self, id: NodeId, node: &Node, own: &ValInfo, view: bool) {
         let work = &mut self.work;
         let values = &self.values;
-        if let Some((namespace, op, _)) = split_op(&node.target) {
-            if let Some(comm) = comm_op(namespace, op) {
-                work.add_comm(id, node, own, &values.vals, comm);
-                return;
-            }
-            if is_wait(namespace, op) {
-                work.add_wait(id, node);
-                return;
-            }
+        if let Some(comm) = comm_op(node) {
+            work.add_comm(id, node, own, &values.vals, comm);
+            return;
+        }
+        if crate::ops::is_wait(node) {
+            work.add_wait(id, node);
+            return;
         }
         if node.target == "_operator.getitem" {
             // An element of a coalesced collective's result, which a wait may name.
@@ -455,31 +439,18 @@ impl GraphWork {
     }
 
     fn add_comm(&mut self, id: NodeId, node: &Node, own: &ValInfo, vals: &[ValInfo], op: CommOp) {
-        let group = op
-            .group_name
-            .and_then(|pos| node.args.get(pos))
-            .or_else(|| lookup(&node.kwargs, "group_name"))
-            .and_then(PyValue::as_str)
-            .map(|name| self.group_id(name));
-        let group_size_arg = match op.group_size {
-            Some(pos) => node
-                .args
-                .get(pos)
-                .or_else(|| lookup(&node.kwargs, "group_size"))
-                .and_then(PyValue::static_int)
-                .and_then(|g| u64::try_from(g).ok()),
-            None => None,
-        };
+        let group = op.group.map(|name| self.group_id(name));
         let index = self.comms.len() as u32;
         if let Some(slot) = self.comm_at.get_mut(id) {
             *slot = index;
         }
         self.comms.push(CommWork {
             node: id,
+            api: op.api,
             coll: op.coll,
             bytes: collective_size(node, own, vals),
             group,
-            group_size_arg,
+            group_size_arg: op.group_size,
         });
     }
 
@@ -617,8 +588,10 @@ impl Timing {
                     .and_then(|g| group_sizes.get(g as usize).copied().flatten())
                     .or(c.group_size_arg);
                 let time = match group_size {
-                    Some(size) => collective_time(c.bytes, size, c.coll, &hardware.network),
-                    None => CollectiveTime {
+                    Some(size) if c.api != Api::C10d => {
+                        collective_time(c.bytes, size, c.coll, &hardware.network)
+                    }
+                    _ => CollectiveTime {
                         us: 0.0,
                         algo: None,
                     },

@@ -12,6 +12,8 @@ use std::fmt::Write;
 pub struct CollectiveRow {
     pub node: String,
     pub op: String,
+    /// A non-functional `c10d` op (listed, never timed).
+    pub c10d: bool,
     /// `NCCL_COLL` (`all_gather`, ..., `unsupported`).
     pub coll: &'static str,
     pub bytes: u64,
@@ -81,6 +83,7 @@ impl CostReport {
                     .get(c.node)
                     .map(|n| n.target.clone())
                     .unwrap_or_default(),
+                c10d: c.api == crate::ops::Api::C10d,
                 coll: c.coll.as_str(),
                 bytes: c.bytes,
                 group_size: t.group_size,
@@ -272,7 +275,9 @@ impl CostReport {
                 unmodelled.len()
             );
             for c in unmodelled.iter().take(10) {
-                let why = if c.coll == "unsupported" {
+                let why = if c.c10d {
+                    "a non-functional c10d op: torch's model cannot resolve its process group"
+                } else if c.coll == "unsupported" {
                     "torch's model has no formula for this collective"
                 } else if c.group_size.is_none() {
                     "process-group size unknown (give group_ranks)"
@@ -294,7 +299,7 @@ impl CostReport {
             .collect();
         as_is.sort_by(|a, b| b.exposed_us.total_cmp(&a.exposed_us));
         if as_is.is_empty() {
-            let _ = writeln!(out, "  none: all communication is hidden");
+            let _ = writeln!(out, "  none: compute never waits for communication");
         }
         for c in as_is.iter().take(10) {
             let _ = writeln!(
@@ -331,7 +336,7 @@ impl CostReport {
         }
         planned.sort_by(|a, b| b.4.total_cmp(&a.4));
         if planned.is_empty() {
-            let _ = writeln!(out, "  none: all communication is hidden");
+            let _ = writeln!(out, "  none: compute never waits for communication");
         }
         for (label, b, t, algo, exposed) in planned.iter().take(10) {
             let _ = writeln!(
