@@ -26,7 +26,7 @@ pub use comm::{
 pub use flops::Formula;
 pub use report::CostReport;
 pub use roofline::Roofline;
-pub use simulate::{Launch, Step, StepSummary};
+pub use simulate::{Launch, Stall, Step, StepSummary};
 
 use crate::dump::{lookup, node_index, Node, Op};
 use crate::graph::{Graph, NodeId};

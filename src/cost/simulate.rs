@@ -31,6 +31,17 @@ pub struct StepSummary {
     pub exposed_comm_us: f64,
 }
 
+/// A stretch of time compute spent waiting for a collective: what the app marks as exposed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stall {
+    /// Compute could not start this node (the node count: the step's end) ...
+    pub before: NodeId,
+    /// ... until this launch was done.
+    pub launch: usize,
+    pub from_us: f64,
+    pub to_us: f64,
+}
+
 /// A simulated step.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Step {
@@ -42,8 +53,11 @@ pub struct Step {
     pub end_us: Vec<f64>,
     /// The stall attributed to each launch: compute waited this long for it.
     pub exposed_us: Vec<f64>,
-    /// When each node starts on the compute stream (after any stall before it).
+    /// When each node starts on the compute stream (after any stall before it): the time
+    /// axis of a graph position.
     pub node_start_us: Vec<f64>,
+    /// Every stretch compute waited, in time order.
+    pub stalls: Vec<Stall>,
 }
 
 /// Simulates one step. `node_us[i]` is node `i`'s compute time; `blocks` lists
@@ -64,6 +78,7 @@ pub fn run(node_us: &[f64], launches: Vec<Launch>, mut blocks: Vec<(NodeId, usiz
     let mut end = vec![f64::NAN; launches.len()];
     let mut exposed = vec![0.0f64; launches.len()];
     let mut node_start = vec![0.0f64; n];
+    let mut stalls = Vec::new();
     let (mut next_issue, mut next_block) = (0, 0);
     let mut t = 0.0f64;
     for pos in 0..=n {
@@ -89,9 +104,15 @@ pub fn run(node_us: &[f64], launches: Vec<Launch>, mut blocks: Vec<(NodeId, usiz
                 break;
             }
             // A wait on a launch not yet issued (a malformed graph) does not block.
-            if let Some(&done) = end.get(l) {
+            if let (Some(&done), Some(stalled)) = (end.get(l), exposed.get_mut(l)) {
                 if done > t {
-                    exposed[l] += done - t;
+                    *stalled += done - t;
+                    stalls.push(Stall {
+                        before: pos,
+                        launch: l,
+                        from_us: t,
+                        to_us: done,
+                    });
                     t = done;
                 }
             }
@@ -108,6 +129,12 @@ pub fn run(node_us: &[f64], launches: Vec<Launch>, mut blocks: Vec<(NodeId, usiz
     tail.sort_by(|&a, &b| end[a].total_cmp(&end[b]));
     for l in tail {
         exposed[l] += end[l] - t;
+        stalls.push(Stall {
+            before: n,
+            launch: l,
+            from_us: t,
+            to_us: end[l],
+        });
         t = end[l];
     }
     let comm_us = launches.iter().map(|l| l.us).sum();
@@ -123,6 +150,7 @@ pub fn run(node_us: &[f64], launches: Vec<Launch>, mut blocks: Vec<(NodeId, usiz
         end_us: end,
         exposed_us: exposed,
         node_start_us: node_start,
+        stalls,
     }
 }
 
@@ -147,6 +175,15 @@ mod tests {
         assert_eq!(step.end_us, vec![35.0]);
         assert_eq!(step.exposed_us, vec![5.0]);
         assert_eq!(step.node_start_us, vec![0.0, 10.0, 20.0, 35.0, 45.0]);
+        assert_eq!(
+            step.stalls,
+            vec![Stall {
+                before: 3,
+                launch: 0,
+                from_us: 30.0,
+                to_us: 35.0
+            }]
+        );
         assert_eq!(
             step.summary,
             StepSummary {
@@ -203,6 +240,15 @@ mod tests {
         assert_eq!(step.summary.step_us, 25.0);
         assert_eq!(step.summary.exposed_comm_us, 15.0);
         assert_eq!(step.exposed_us, vec![15.0]);
+        assert_eq!(
+            step.stalls,
+            vec![Stall {
+                before: 2,
+                launch: 0,
+                from_us: 10.0,
+                to_us: 25.0
+            }]
+        );
     }
 
     /// A launch issued at the end of the graph (after its last node).
