@@ -5,6 +5,7 @@
 //! See ARCHITECTURE.md for the code map and the invariants each boundary keeps.
 
 pub mod cost;
+pub mod diff;
 pub mod dump;
 pub mod graph;
 pub mod identity;

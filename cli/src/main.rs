@@ -5,6 +5,7 @@
 
 mod audit;
 mod cost;
+mod diff;
 mod plan;
 mod render;
 mod roles;
@@ -28,6 +29,8 @@ enum Command {
     Plan(plan::Args),
     /// Check that rank reports agree for one process group (validate_group_plans).
     Validate(validate::Args),
+    /// What changed between two bucket plans (dumps or plan reports).
+    Diff(diff::Args),
     /// The semantic role of every collective, where it came from, diagnostics and coverage.
     Roles(roles::Args),
     /// What a transform did to each collective's identity: kept, combined, dropped or lost.
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(args) => plan::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Roles(args) => roles::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Render(args) => render::run(args),

@@ -1,9 +1,11 @@
 //! `commlens validate MANIFEST.json` or `commlens validate --group G --rank R=REPORT.json ...`:
 //! check that rank reports (from this tool or the Python planner) agree, like
-//! `validate_group_plans`.
+//! `validate_group_plans`. Reports are read one at a time, when the library compares them.
 
-use crate::{read_file, CliError};
-use commlens::planner::report::validate_group_plans;
+use crate::{read_file, write_output, CliError};
+use commlens::planner::validate::{
+    agreement_json, agreement_text, validate_reports, Failure, RankReport, ReportRef,
+};
 use commlens::PyValue;
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,6 +22,10 @@ pub struct Args {
     /// A rank and its plan report (repeat for every rank; the first is the reference).
     #[arg(long, value_name = "R=REPORT.json", value_parser = rank_spec, requires = "group")]
     rank: Vec<(i128, String)>,
+    /// Print the verdict as JSON on stdout: `ok`, and on failure the reference's `error` and
+    /// `message` verbatim, with the rank, file, field and first difference as data.
+    #[arg(long)]
+    json: bool,
 }
 
 fn rank_spec(spec: &str) -> Result<(i128, String), String> {
@@ -33,31 +39,50 @@ fn rank_spec(spec: &str) -> Result<(i128, String), String> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let (group, listed) = match (args.manifest, args.group) {
+    let (group, entries) = match (args.manifest, args.group) {
         (Some(path), _) => read_manifest(&path)?,
         // clap requires one of the two forms.
         (None, group) => (
             group.unwrap_or_default(),
             args.rank
                 .into_iter()
-                .map(|(rank, path)| (PyValue::Int(rank), path))
+                .map(|(rank, path)| ReportRef {
+                    rank: PyValue::Int(rank),
+                    file: Some(path),
+                })
                 .collect(),
         ),
     };
-    let mut reports = Vec::with_capacity(listed.len());
-    for (rank, path) in listed {
-        let bytes = read_file(&path)?;
-        let report: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| CliError::Failed(format!("{path}: not valid JSON: {e}")))?;
-        reports.push((rank, PyValue::from_plain_json(&report)));
+    let load = |i: usize| -> Result<RankReport, CliError> {
+        let path = entries
+            .get(i)
+            .and_then(|e| e.file.as_deref())
+            .unwrap_or_default();
+        let bytes = read_file(path)?;
+        RankReport::from_json(&bytes, &group)
+            .map_err(|e| CliError::Failed(format!("{path}: not valid JSON: {e}")))
+    };
+    match validate_reports(&group, &entries, load) {
+        Ok(()) => {
+            let text = if args.json {
+                agreement_json(&group, &entries)
+            } else {
+                agreement_text(&group, &entries)
+            };
+            write_output(None, &text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(Failure::Load(e)) => Err(e),
+        Err(Failure::Invalid(e)) if args.json => {
+            write_output(None, &e.to_json())?;
+            Ok(ExitCode::FAILURE)
+        }
+        Err(Failure::Invalid(e)) => Err(CliError::Failed(e.explain())),
     }
-    validate_group_plans(&reports, &group).map_err(|e| CliError::Failed(e.to_string()))?;
-    println!("ok: {} rank reports agree for group {group}", reports.len());
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `{"group": G, "plans": [[rank, path], ...]}`, paths relative to the manifest.
-fn read_manifest(path: &str) -> Result<(String, Vec<(PyValue, String)>), CliError> {
+fn read_manifest(path: &str) -> Result<(String, Vec<ReportRef>), CliError> {
     let bytes = read_file(path)?;
     let bad = |why: &str| CliError::Failed(format!("{path}: {why}"));
     let manifest: serde_json::Value =
@@ -72,14 +97,31 @@ fn read_manifest(path: &str) -> Result<(String, Vec<(PyValue, String)>), CliErro
         .and_then(|p| p.as_array())
         .ok_or_else(|| bad("\"plans\" must be a list of [rank, path] pairs"))?;
     let base = Path::new(path).parent().unwrap_or(Path::new("."));
-    let mut listed = Vec::with_capacity(plans.len());
-    for entry in plans {
+    let mut entries = Vec::with_capacity(plans.len());
+    for (i, entry) in plans.iter().enumerate() {
         let pair = entry.as_array().filter(|p| p.len() == 2);
         let (rank, report) = match pair.map(|p| (&p[0], p[1].as_str())) {
             Some((rank, Some(report))) => (PyValue::from_plain_json(rank), report),
-            _ => return Err(bad("each \"plans\" entry is [rank, \"path\"]")),
+            _ => {
+                return Err(bad(&format!(
+                    "\"plans\"[{i}] must be [rank, \"path\"], found {}",
+                    short_json(entry)
+                )))
+            }
         };
-        listed.push((rank, base.join(report).to_string_lossy().into_owned()));
+        entries.push(ReportRef {
+            rank,
+            file: Some(base.join(report).to_string_lossy().into_owned()),
+        });
     }
-    Ok((group, listed))
+    Ok((group, entries))
+}
+
+fn short_json(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        format!("{}...", text.chars().take(57).collect::<String>())
+    } else {
+        text
+    }
 }

@@ -85,6 +85,10 @@ fn plan_matches_every_conformance_case() {
     );
 }
 
+/// Every validate case, in both forms (manifest, and `--group`/`--rank`): `--json` prints the
+/// reference's verdict (`ok`, and on failure `error` and `message` verbatim) with exit 0 or 1;
+/// without it, a failure exits 1 with a message that names the report's file and never
+/// Python's `None`.
 #[test]
 fn validate_matches_every_validate_case_in_both_forms() {
     let cases = dirs(&shared().join("conformance/validate"));
@@ -93,6 +97,7 @@ fn validate_matches_every_validate_case_in_both_forms() {
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let expected = json(&case.join("expected.json"));
+        let expected_ok = expected["ok"].as_bool().unwrap();
         let manifest_path = case.join("validate.json");
         let manifest = json(&manifest_path);
         let mut direct = vec![
@@ -108,25 +113,86 @@ fn validate_matches_every_validate_case_in_both_forms() {
                 case.join(entry[1].as_str().unwrap()).display()
             ));
         }
-        let direct: Vec<&str> = direct.iter().map(String::as_str).collect();
-        for out in [
-            run(&["validate", manifest_path.to_str().unwrap()]),
-            run(&direct),
-        ] {
-            let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
-            let ok = match expected["ok"].as_bool() {
-                Some(true) => out.status.success(),
-                _ => !out.status.success() && Some(stderr.as_str()) == expected["message"].as_str(),
+        let by_manifest = vec!["validate".to_string(), manifest_path.display().to_string()];
+        for (form, command) in [("manifest", by_manifest), ("--rank", direct)] {
+            let mut with_json: Vec<&str> = command.iter().map(String::as_str).collect();
+            with_json.push("--json");
+            let out = run(&with_json);
+            let verdict: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+                Ok(v) => v,
+                Err(e) => {
+                    failures.push(format!("{name} ({form}): --json printed no JSON: {e}"));
+                    continue;
+                }
             };
-            if !ok {
+            let agrees = verdict["ok"] == expected["ok"]
+                && out.status.success() == expected_ok
+                && (expected_ok
+                    || (verdict["error"] == expected["error"]
+                        && verdict["message"] == expected["message"]));
+            if !agrees {
                 failures.push(format!(
-                    "{name}: expected {expected}, got {:?} {stderr:?}",
+                    "{name} ({form}): expected {expected}, got exit {:?} {verdict}",
+                    out.status.code()
+                ));
+            }
+            let plain: Vec<&str> = command.iter().map(String::as_str).collect();
+            let out = run(&plain);
+            let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
+            let helpful = match verdict["file"].as_str() {
+                _ if expected_ok => out.status.success(),
+                Some(file) => out.status.code() == Some(1) && stderr.contains(file),
+                None => out.status.code() == Some(1) && !stderr.is_empty(),
+            };
+            if !helpful || stderr.contains("None") {
+                failures.push(format!(
+                    "{name} ({form}): exit {:?}, stderr {stderr:?}",
                     out.status.code()
                 ));
             }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A manifest listing one 50 KB report 20,000 times (issue 13): the reports are read when
+/// compared, once per distinct rank, so this runs in a fraction of the memory cap (keeping
+/// every report read would need gigabytes).
+#[test]
+fn validate_reads_reports_one_at_a_time() {
+    let case = shared().join("conformance/cases/llama2_capacity");
+    let report = case.join("plan.json");
+    assert!(std::fs::metadata(&report).unwrap().len() > 40_000);
+    let dir = std::env::temp_dir().join(format!("commlens-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plans: Vec<serde_json::Value> = (0..20_000)
+        .map(|i| serde_json::json!([i % 4, report.display().to_string()]))
+        .collect();
+    let manifest = dir.join("manifest.json");
+    std::fs::write(
+        &manifest,
+        serde_json::json!({"group": "fsdp", "plans": plans}).to_string(),
+    )
+    .unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" validate \"$1\" --json")
+        .arg(env!("CARGO_BIN_EXE_commlens"))
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        verdict,
+        serde_json::json!({"ok": true, "group": "fsdp", "ranks": [0, 1, 2, 3]})
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub mod args;
 mod buckets;
 mod candidates;
 pub mod report;
+pub mod validate;
 
 pub use candidates::is_torch_device;
 

@@ -1,12 +1,11 @@
-//! The plan report (`BucketPlan.to_dict()`), the graph signature, group digests, and
-//! `validate_group_plans`, byte-compatible with the Python reference.
+//! The plan report (`BucketPlan.to_dict()`), the graph signature and group digests,
+//! byte-compatible with the Python reference (`validate_group_plans` is in `validate.rs`).
 
 use super::{Bucket, BucketPlan, Candidate};
 use crate::graph::Graph;
 use crate::pyjson;
 use crate::value::{Key, PyValue};
 use indexmap::IndexMap;
-use std::fmt;
 
 fn dict<const N: usize>(entries: [(&str, PyValue); N]) -> PyValue {
     PyValue::Dict(
@@ -207,95 +206,7 @@ pub fn plan_to_json(plan: &BucketPlan, graph: &Graph) -> String {
 
 pub use crate::signature::{graph_signature, python_strings, SignatureHasher};
 
-/// Why rank reports do not validate; `message` is the reference's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ValidationError {
-    pub message: String,
-}
-
-impl fmt::Display for ValidationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ValidationError {}
-
-/// `validate_group_plans` over `(rank, report)` pairs in the caller's order; the first listed
-/// report is the one the others are compared with.
-pub fn validate_group_plans(
-    reports: &[(PyValue, PyValue)],
-    group: &str,
-) -> Result<(), ValidationError> {
-    let fail = |message: String| Err(ValidationError { message });
-    if reports.is_empty() {
-        return fail("No rank reports supplied".into());
-    }
-    // A dict keyed by rank: a repeated rank keeps its first place and its last report.
-    let mut by_rank: Vec<(PyValue, &PyValue)> = Vec::new();
-    for (rank, report) in reports {
-        match by_rank.iter_mut().find(|(r, _)| r.py_eq(rank)) {
-            Some(slot) => slot.1 = report,
-            None => by_rank.push((rank.clone(), report)),
-        }
-    }
-    let field = |report: &PyValue, key: &str| -> Option<PyValue> {
-        report.as_dict().and_then(|d| d.get(key)).cloned()
-    };
-    let lookup = |report: &PyValue, key: &str| -> Result<PyValue, ValidationError> {
-        field(report, key).ok_or_else(|| ValidationError {
-            message: format!(
-                "A rank report has no {key:?} (expected BucketPlan.to_dict() reports)"
-            ),
-        })
-    };
-    let first = by_rank[0].1;
-    let first_ranks = lookup(first, "group_ranks")?;
-    let expected = first_ranks.as_dict().and_then(|d| d.get(group)).cloned();
-    let Some(expected) = expected.filter(|e| !matches!(e, PyValue::None)) else {
-        return fail(format!("Expected reports for group {group} ranks None"));
-    };
-    let expected_items: Vec<PyValue> = match &expected {
-        PyValue::List(items) => items.clone(),
-        other => vec![other.clone()],
-    };
-    let same_set = by_rank
-        .iter()
-        .all(|(r, _)| expected_items.iter().any(|e| e.py_eq(r)))
-        && expected_items
-            .iter()
-            .all(|e| by_rank.iter().any(|(r, _)| e.py_eq(r)));
-    if !same_set {
-        return fail(format!(
-            "Expected reports for group {group} ranks {}",
-            expected.py_str()
-        ));
-    }
-    let first_digest = lookup(first, "group_digests")?
-        .as_dict()
-        .and_then(|d| d.get(group))
-        .cloned();
-    for (_, report) in &by_rank {
-        let ranks = lookup(report, "group_ranks")?
-            .as_dict()
-            .and_then(|d| d.get(group))
-            .cloned()
-            .unwrap_or(PyValue::List(Vec::new()));
-        let digest = lookup(report, "group_digests")?
-            .as_dict()
-            .and_then(|d| d.get(group))
-            .cloned();
-        let digests_agree = match (&digest, &first_digest) {
-            (Some(a), Some(b)) => a.py_eq(b),
-            (None, None) => true,
-            _ => false,
-        };
-        if !ranks.py_eq(&expected) || !digests_agree {
-            return fail(format!("Bucket plans disagree for group {group}"));
-        }
-    }
-    Ok(())
-}
+pub use super::validate::{validate_group_plans, ValidationError};
 
 /// A plan in plain words, for terminals, CI logs and review docs: every bucket with its
 /// members and window, every decision with what its reason means.

@@ -66,7 +66,9 @@ failing step (unless --keep-going) and exits non-zero:
                 selection shared with steps 4 and 6 and `xtask build`, so it compiles once)
   4 wasm-conf   builds commlens-wasm for wasm32, binds it for Node into target/wasm-node/, runs
                 node tests/wasm/conformance.mjs: every case of $COMMLENS_SHARED/conformance/cases
-                through the wasm build and the native CLI (byte-identical) and against plan.json
+                through the wasm build and the native CLI (byte-identical) and against plan.json;
+                then node tests/wasm/diff.mjs: plan diffs byte-identical to `commlens diff`, and
+                the diff of two 100k-node plans timed in wasm (budget 200 ms)
   5 python      creates/reuses the venv ($COMMLENS_VENV, default ~/.cache/commlens/venv),
                 installs python/requirements-test.txt and python/ (editable), runs
                 pytest python/tests with COMMLENS_BIN and COMMLENS_SHARED

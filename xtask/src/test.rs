@@ -172,13 +172,19 @@ fn step_wasm_conformance(cx: &Env) -> Res<()> {
     util::remove_dir(&out)?;
     site::bindgen(&wasm, &out, "commlens_wasm", BindTarget::NodeJs)?;
     println!("bound {} into {}", wasm.display(), out.display());
-    let result = util::run(
-        util::cmd("node")
-            .arg(cx.root.join("tests/wasm/conformance.mjs"))
-            .env("COMMLENS_SHARED", &cx.shared)
-            .env("COMMLENS_BIN", &bin)
-            .env("COMMLENS_WASM_NODE", &out),
-    );
+    // The plan conformance run, then plan diffs (byte-identical to the CLI, and the diff of
+    // two 100k-node plans timed against the browser budget).
+    let result = ["tests/wasm/conformance.mjs", "tests/wasm/diff.mjs"]
+        .iter()
+        .try_for_each(|script| {
+            util::run(
+                util::cmd("node")
+                    .arg(cx.root.join(script))
+                    .env("COMMLENS_SHARED", &cx.shared)
+                    .env("COMMLENS_BIN", &bin)
+                    .env("COMMLENS_WASM_NODE", &out),
+            )
+        });
     util::replace_dir(&out, &node_dir)?;
     result
 }

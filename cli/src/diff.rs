@@ -1,0 +1,54 @@
+//! `commlens diff BEFORE AFTER [--args-before ARGS.json] [--args-after ARGS.json]
+//! [--tags dump|roles] [--json]`:
+//! what changed between two bucket plans. Each side is a dump (planned with its arguments) or
+//! a plan report; the library tells them apart by content.
+
+use crate::{read_file, write_output, CliError};
+use commlens::diff::{read_side_with, PlanDiff, PlanSide};
+use commlens::TagMode;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plan before: a graph dump (JSON or gzip) or a plan report (`BucketPlan.to_dict()`).
+    #[arg(value_name = "BEFORE")]
+    before: String,
+    /// The plan after: a graph dump or a plan report (it may be the same dump as BEFORE, with
+    /// other arguments).
+    #[arg(value_name = "AFTER")]
+    after: String,
+    /// Planner arguments for BEFORE when it is a dump (the `plan --args` format).
+    #[arg(long, value_name = "ARGS.json")]
+    args_before: Option<String>,
+    /// Planner arguments for AFTER when it is a dump.
+    #[arg(long, value_name = "ARGS.json")]
+    args_after: Option<String>,
+    /// Where a dump's FSDP tags come from: `dump` (as written) or `roles` (derived from
+    /// semantic roles, for graphs without tags), as in `plan --tags`.
+    #[arg(long, value_name = "dump|roles", default_value = "dump", value_parser = crate::plan::tag_mode)]
+    tags: TagMode,
+    /// Write the stable JSON form (`"format": "commlens.plan-diff"`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads one side; errors name the file.
+fn side(path: &str, args: Option<&str>, tags: TagMode) -> Result<PlanSide, CliError> {
+    let bytes = read_file(path)?;
+    let args_bytes = args.map(read_file).transpose()?;
+    read_side_with(&bytes, args_bytes.as_deref(), tags)
+        .map_err(|e| CliError::Failed(format!("{path}: {e}")))
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let before = side(&args.before, args.args_before.as_deref(), args.tags)?;
+    let after = side(&args.after, args.args_after.as_deref(), args.tags)?;
+    let diff = PlanDiff::new(before, after);
+    let text = if args.json {
+        diff.to_json()
+    } else {
+        diff.to_text()
+    };
+    write_output(None, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
