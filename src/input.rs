@@ -127,15 +127,18 @@ pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
                     self.hasher.add(node);
                 }
             }
-            Ok(crate::planner::prepare_while_reading(|inner| {
-                let mut sink = Hashing {
-                    inner,
-                    hasher: SignatureHasher::default(),
-                };
-                let mut dump = log.graph_into(index, &mut sink)?;
-                dump.signature = Some(sink.hasher.finish());
-                Ok::<_, InputError>(dump)
-            })?)
+            Ok(crate::planner::prepare_while_reading(
+                |inner| {
+                    let mut sink = Hashing {
+                        inner,
+                        hasher: SignatureHasher::default(),
+                    };
+                    let mut dump = log.graph_into(index, &mut sink)?;
+                    dump.signature = Some(sink.hasher.finish());
+                    Ok::<_, InputError>(dump)
+                },
+                &mut (),
+            )?)
         }
     }
 }

@@ -4,6 +4,7 @@
 //! terminals or browsers: the CLI, the wasm crate and the web app are thin shells over it.
 //! See ARCHITECTURE.md for the code map and the invariants each boundary keeps.
 
+pub mod cost;
 pub mod diff;
 pub mod dump;
 pub mod dump_writer;
@@ -249,4 +250,23 @@ pub fn read_and_plan(
     let planner_args = resolve_args(planner.graph(), args.as_ref());
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))
+}
+
+/// `commlens cost` as a function: the dump planned exactly as `commlens plan` plans it
+/// ([`read_and_plan_with`], tags as `mode` says), then costed on `hardware`, the graph as it
+/// is and with the plan. The report carries what the plan's tags rest on (derived from roles,
+/// or why an untagged graph planned to nothing).
+pub fn cost_report(
+    input: &[u8],
+    graph: Option<usize>,
+    args_json: Option<&[u8]>,
+    mode: TagMode,
+    hardware: cost::Hardware,
+) -> Result<cost::CostReport, PlanFailure> {
+    let planned = read_and_plan_with(input, graph, args_json, mode)?;
+    let model = cost::CostModel::new(&planned.graph, hardware, &planned.plan.group_ranks);
+    let mut report = cost::CostReport::new(&planned.graph, &planned.plan, &model);
+    report.tags = planned.derived.as_ref().map(|d| d.describe());
+    report.note = planned.note;
+    Ok(report)
 }

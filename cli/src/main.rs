@@ -4,6 +4,7 @@
 //! exits 1 with its message verbatim on stderr.
 
 mod audit;
+mod cost;
 mod diff;
 mod graphs;
 mod plan;
@@ -39,6 +40,8 @@ enum Command {
     Render(render::Args),
     /// List the post-grad graphs of a TORCH_TRACE log (or save one as a graph dump).
     Graphs(graphs::Args),
+    /// What the graph and its plan cost in time on given hardware (torch's estimators).
+    Cost(cost::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit::run(args),
         Command::Render(args) => render::run(args),
         Command::Graphs(args) => graphs::run(args),
+        Command::Cost(args) => cost::run(args),
     };
     match result {
         Ok(code) => code,
