@@ -25,7 +25,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn model(path: &Path, hardware: Hardware) -> (Graph, commlens::BucketPlan, CostModel) {
-    let (graph, plan) = read_and_plan(&common::read(path), None)
+    let (graph, plan) = read_and_plan(&common::read(path), None, None)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let model = CostModel::new(&graph, hardware, &plan.group_ranks);
     (graph, plan, model)
@@ -334,6 +334,7 @@ fn snapshots() {
         let report: CostReport = commlens::cost_report(
             &common::read(&path),
             None,
+            None,
             TagMode::Dump,
             Hardware::preset(gpu),
         )
@@ -354,6 +355,7 @@ fn snapshots() {
 fn json_keys_are_stable() {
     let report = commlens::cost_report(
         &common::read(&fixture("overlap.json")),
+        None,
         None,
         TagMode::Dump,
         Hardware::default(),
@@ -386,6 +388,7 @@ fn json_keys_are_stable() {
     );
     let mlp = commlens::cost_report(
         &common::read(&root().join("examples/mlp_fsdp.json")),
+        None,
         None,
         TagMode::Dump,
         Hardware::default(),
