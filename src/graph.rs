@@ -260,6 +260,22 @@ impl GraphBuilder {
     }
 }
 
+/// Receives each node with its graph facts while the reader has it in cache (a pass that
+/// rides along [`crate::planner::read_prepared_with`]).
+pub trait FactsSink {
+    /// A `nodes` array begins: forget any nodes received.
+    fn begin(&mut self);
+
+    fn node(&mut self, index: usize, node: &Node, facts: NodeFacts);
+}
+
+/// No extra pass.
+impl FactsSink for () {
+    fn begin(&mut self) {}
+
+    fn node(&mut self, _: usize, _: &Node, _: NodeFacts) {}
+}
+
 impl NodeSink for GraphBuilder {
     fn begin(&mut self) {
         *self = GraphBuilder::default();

@@ -4,10 +4,13 @@
 //! terminals or browsers: the CLI, the wasm crate and the web app are thin shells over it.
 //! See ARCHITECTURE.md for the code map and the invariants each boundary keeps.
 
+pub mod cost;
 pub mod diff;
 pub mod dump;
+pub mod dump_writer;
 pub mod graph;
 pub mod identity;
+pub mod input;
 pub mod key;
 pub mod ops;
 pub mod planner;
@@ -16,10 +19,12 @@ pub mod signature;
 pub mod synth;
 pub mod tags;
 pub mod timeline;
+pub mod tracelog;
 pub mod value;
 
 pub use dump::{read_dump, Dump, DumpError};
 pub use graph::{Graph, NodeId};
+pub use input::InputError;
 pub use planner::{plan, ArgError, BucketPlan, PlannerArgs};
 pub use tags::TagMode;
 pub use value::PyValue;
@@ -32,6 +37,8 @@ use std::fmt;
 pub enum PlanFailure {
     /// The dump could not be read.
     Dump(DumpError),
+    /// A trace log (or the choice of its graph) could not be read.
+    Input(InputError),
     /// `args.json` is not a JSON object.
     ArgsFile(String),
     /// The planner rejected its arguments.
@@ -42,6 +49,7 @@ impl fmt::Display for PlanFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PlanFailure::Dump(e) => e.fmt(f),
+            PlanFailure::Input(e) => e.fmt(f),
             PlanFailure::ArgsFile(message) => f.write_str(message),
             PlanFailure::Args(e) => e.fmt(f),
         }
@@ -49,6 +57,16 @@ impl fmt::Display for PlanFailure {
 }
 
 impl std::error::Error for PlanFailure {}
+
+/// A dump's error stays a dump error (its messages are the reader's, snapshot-tested).
+impl From<InputError> for PlanFailure {
+    fn from(e: InputError) -> PlanFailure {
+        match e {
+            InputError::Dump(e) => PlanFailure::Dump(e),
+            other => PlanFailure::Input(other),
+        }
+    }
+}
 
 /// Reads planner arguments in the conformance corpus's `args.json` format.
 pub fn parse_args_json(bytes: &[u8]) -> Result<serde_json::Map<String, serde_json::Value>, String> {
@@ -81,15 +99,16 @@ pub fn resolve_args(
 
 /// `commlens plan` as a function: dump bytes and optional `args.json` bytes in, the report
 /// text (`json.dumps(report, indent=1, sort_keys=True)` + newline) out. The CLI and the wasm
-/// build both call exactly this, so their outputs agree byte for byte.
+/// build both call exactly this, so their outputs agree byte for byte. A trace log with one
+/// post-grad graph is planned too ([`read_and_plan`] chooses among several).
 pub fn plan_report_json(dump: &[u8], args_json: Option<&[u8]>) -> Result<String, PlanFailure> {
-    let (graph, plan) = read_and_plan(dump, args_json)?;
+    let (graph, plan) = read_and_plan(dump, None, args_json)?;
     Ok(planner::report::plan_to_json(&plan, &graph))
 }
 
 /// `commlens plan --format text`: the same plan in plain words.
 pub fn plan_report_text(dump: &[u8], args_json: Option<&[u8]>) -> Result<String, PlanFailure> {
-    let (graph, plan) = read_and_plan(dump, args_json)?;
+    let (graph, plan) = read_and_plan(dump, None, args_json)?;
     Ok(planner::report::plan_to_text(&plan, &graph))
 }
 
@@ -143,16 +162,17 @@ impl Planned {
     }
 }
 
-/// Reads a dump and plans it with `args.json` (or the dump's own arguments), its FSDP tags
-/// taken as `mode` says.
+/// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
+/// own arguments), its FSDP tags taken as `mode` says.
 pub fn read_and_plan_with(
-    dump: &[u8],
+    input: &[u8],
+    graph: Option<usize>,
     args_json: Option<&[u8]>,
     mode: TagMode,
 ) -> Result<Planned, PlanFailure> {
     match mode {
         TagMode::Dump => {
-            let (graph, plan) = read_and_plan(dump, args_json)?;
+            let (graph, plan) = read_and_plan(input, graph, args_json)?;
             let note = (plan.summary.tagged_collectives == 0)
                 .then(|| untagged_note(&graph))
                 .flatten();
@@ -168,7 +188,7 @@ pub fn read_and_plan_with(
                 Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
                 None => None,
             };
-            let graph = Graph::new(read_dump(dump).map_err(PlanFailure::Dump)?);
+            let graph = input::read_graph(input, graph).map_err(PlanFailure::from)?;
             let (graph, derived) = derive_tags(&graph);
             let planner_args = resolve_args(&graph, args.as_ref());
             let plan = planner::plan(&graph, &planner_args).map_err(PlanFailure::Args)?;
@@ -214,9 +234,11 @@ fn untagged_note(graph: &Graph) -> Option<String> {
     ))
 }
 
-/// Reads a dump and plans it with `args.json` (or the dump's own arguments).
+/// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
+/// own arguments).
 pub fn read_and_plan(
-    dump: &[u8],
+    input: &[u8],
+    graph: Option<usize>,
     args_json: Option<&[u8]>,
 ) -> Result<(Graph, BucketPlan), PlanFailure> {
     let args = match args_json {
@@ -224,8 +246,27 @@ pub fn read_and_plan(
         None => None,
     };
     let planner: planner::Planner<Graph> =
-        planner::read_prepared(dump).map_err(PlanFailure::Dump)?;
+        input::read_prepared(input, graph).map_err(PlanFailure::from)?;
     let planner_args = resolve_args(planner.graph(), args.as_ref());
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))
+}
+
+/// `commlens cost` as a function: the dump planned exactly as `commlens plan` plans it
+/// ([`read_and_plan_with`], tags as `mode` says), then costed on `hardware`, the graph as it
+/// is and with the plan. The report carries what the plan's tags rest on (derived from roles,
+/// or why an untagged graph planned to nothing).
+pub fn cost_report(
+    input: &[u8],
+    graph: Option<usize>,
+    args_json: Option<&[u8]>,
+    mode: TagMode,
+    hardware: cost::Hardware,
+) -> Result<cost::CostReport, PlanFailure> {
+    let planned = read_and_plan_with(input, graph, args_json, mode)?;
+    let model = cost::CostModel::new(&planned.graph, hardware, &planned.plan.group_ranks);
+    let mut report = cost::CostReport::new(&planned.graph, &planned.plan, &model);
+    report.tags = planned.derived.as_ref().map(|d| d.describe());
+    report.note = planned.note;
+    Ok(report)
 }

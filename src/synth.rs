@@ -181,6 +181,25 @@ fn spec_json(local: &[usize], full: &[usize]) -> String {
     )
 }
 
+/// The synthetic graph as a `TORCH_TRACE` log: its one post-grad graph printed as `torch.fx`
+/// prints it, alone or (`context`) among what a real log holds around a graph (about seven
+/// times its bytes).
+pub fn synthetic_trace_log(spec: SynthSpec, context: bool) -> String {
+    let dump = crate::read_dump(synthetic_dump(spec).as_bytes()).unwrap_or_else(|_| crate::Dump {
+        nodes: Vec::new(),
+        group_ranks: None,
+        modules: Vec::new(),
+        state_fqns: Vec::new(),
+        source: None,
+        planner: None,
+        script_objects: None,
+        warnings: Vec::new(),
+        signature: None,
+    });
+    let code = crate::tracelog::print::readable_code(&dump.nodes);
+    crate::tracelog::print::trace_log(&code, context)
+}
+
 /// Writes a synthetic dump as JSON text.
 pub fn synthetic_dump(spec: SynthSpec) -> String {
     let degree = spec.degree.max(2);

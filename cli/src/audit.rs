@@ -1,18 +1,28 @@
-//! `commlens audit BEFORE AFTER [--json]`: what a transform did to each collective's
-//! identity (kept, combined, dropped by a rule, lost), with coverage before and after.
+//! `commlens audit BEFORE AFTER [--graph K] [--json]`: what a transform did to each
+//! collective's identity (kept, combined, dropped by a rule, lost), with coverage before and
+//! after.
 
-use crate::{read_file, write_output, CliError};
-use commlens::identity::json::{AuditInputError, AuditReport};
+use crate::{print_notes, read_file, write_output, CliError};
+use commlens::identity::json::AuditReport;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The dump before the transform.
+    /// The dump (or TORCH_TRACE log) before the transform.
     #[arg(value_name = "BEFORE")]
     before: String,
-    /// The dump after the transform.
+    /// The dump (or TORCH_TRACE log) after the transform.
     #[arg(value_name = "AFTER")]
     after: String,
+    /// For trace logs: the post-grad graph to read from both (0-based, in log order).
+    #[arg(long, value_name = "K")]
+    graph: Option<usize>,
+    /// For a BEFORE trace log: its graph, when it differs from --graph.
+    #[arg(long, value_name = "K")]
+    before_graph: Option<usize>,
+    /// For an AFTER trace log: its graph, when it differs from --graph.
+    #[arg(long, value_name = "K")]
+    after_graph: Option<usize>,
     /// Write the stable JSON form (`"format": "commlens.audit"`) instead of text.
     #[arg(long)]
     json: bool,
@@ -21,12 +31,24 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let before_bytes = read_file(&args.before)?;
     let after_bytes = read_file(&args.after)?;
-    let report = AuditReport::from_dumps(&before_bytes, &after_bytes).map_err(|e| {
-        CliError::Failed(match e {
-            AuditInputError::Before(e) => format!("{}: {e}", args.before),
-            AuditInputError::After(e) => format!("{}: {e}", args.after),
-        })
-    })?;
+    let read = |path: &str, bytes: &[u8], graph: Option<usize>| {
+        let graph = commlens::input::read_graph(bytes, graph)
+            .map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+        print_notes(path, &graph.dump.warnings);
+        Ok::<_, CliError>(graph)
+    };
+    let before = read(
+        &args.before,
+        &before_bytes,
+        args.before_graph.or(args.graph),
+    )?;
+    let after = read(&args.after, &after_bytes, args.after_graph.or(args.graph))?;
+    let audit = commlens::identity::audit(&before, &after);
+    let report = AuditReport {
+        before,
+        after,
+        audit,
+    };
     let text = if args.json {
         report.to_json()
     } else {

@@ -1,7 +1,7 @@
 //! `commlens diff BEFORE AFTER [--args-before ARGS.json] [--args-after ARGS.json]
-//! [--tags dump|roles] [--json]`:
-//! what changed between two bucket plans. Each side is a dump (planned with its arguments) or
-//! a plan report; the library tells them apart by content.
+//! [--tags dump|roles] [--graph K] [--json]`:
+//! what changed between two bucket plans. Each side is a dump or a TORCH_TRACE log (planned
+//! with its arguments) or a plan report; the library tells them apart by content.
 
 use crate::{read_file, write_output, CliError};
 use commlens::diff::{read_side_with, PlanDiff, PlanSide};
@@ -27,22 +27,46 @@ pub struct Args {
     /// semantic roles, for graphs without tags), as in `plan --tags`.
     #[arg(long, value_name = "dump|roles", default_value = "dump", value_parser = crate::plan::tag_mode)]
     tags: TagMode,
+    /// For trace logs: the post-grad graph to plan on both sides (0-based, in log order).
+    #[arg(long, value_name = "K")]
+    graph: Option<usize>,
+    /// For a BEFORE trace log: its graph, when it differs from --graph.
+    #[arg(long, value_name = "K")]
+    before_graph: Option<usize>,
+    /// For an AFTER trace log: its graph, when it differs from --graph.
+    #[arg(long, value_name = "K")]
+    after_graph: Option<usize>,
     /// Write the stable JSON form (`"format": "commlens.plan-diff"`) instead of text.
     #[arg(long)]
     json: bool,
 }
 
 /// Reads one side; errors name the file.
-fn side(path: &str, args: Option<&str>, tags: TagMode) -> Result<PlanSide, CliError> {
+fn side(
+    path: &str,
+    graph: Option<usize>,
+    args: Option<&str>,
+    tags: TagMode,
+) -> Result<PlanSide, CliError> {
     let bytes = read_file(path)?;
     let args_bytes = args.map(read_file).transpose()?;
-    read_side_with(&bytes, args_bytes.as_deref(), tags)
+    read_side_with(&bytes, graph, args_bytes.as_deref(), tags)
         .map_err(|e| CliError::Failed(format!("{path}: {e}")))
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let before = side(&args.before, args.args_before.as_deref(), args.tags)?;
-    let after = side(&args.after, args.args_after.as_deref(), args.tags)?;
+    let before = side(
+        &args.before,
+        args.before_graph.or(args.graph),
+        args.args_before.as_deref(),
+        args.tags,
+    )?;
+    let after = side(
+        &args.after,
+        args.after_graph.or(args.graph),
+        args.args_after.as_deref(),
+        args.tags,
+    )?;
     let diff = PlanDiff::new(before, after);
     let text = if args.json {
         diff.to_json()

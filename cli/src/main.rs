@@ -4,7 +4,9 @@
 //! exits 1 with its message verbatim on stderr.
 
 mod audit;
+mod cost;
 mod diff;
+mod graphs;
 mod plan;
 mod render;
 mod roles;
@@ -36,6 +38,10 @@ enum Command {
     Audit(audit::Args),
     /// Draw the bucket timeline as SVG (and optionally a Chrome trace).
     Render(render::Args),
+    /// List the post-grad graphs of a TORCH_TRACE log (or save one as a graph dump).
+    Graphs(graphs::Args),
+    /// What the graph and its plan cost in time on given hardware (torch's estimators).
+    Cost(cost::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +60,8 @@ fn main() -> ExitCode {
         Command::Roles(args) => roles::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Render(args) => render::run(args),
+        Command::Graphs(args) => graphs::run(args),
+        Command::Cost(args) => cost::run(args),
     };
     match result {
         Ok(code) => code,
@@ -75,6 +83,23 @@ pub enum CliError {
     Usage(String),
     /// The input or the work failed: exit 1 with this message verbatim on stderr.
     Failed(String),
+}
+
+/// `--graph K`: which post-grad graph of a trace log to read.
+#[derive(clap::Args)]
+pub struct GraphChoice {
+    /// For a TORCH_TRACE log: the post-grad graph to read, 0-based in log order (`commlens
+    /// graphs LOG` lists them; needed when the log holds more than one).
+    #[arg(long, value_name = "K")]
+    pub graph: Option<usize>,
+}
+
+/// Writes what the reader could not say (a trace log's missing group ranks, cut
+/// annotations; a dump's dangling metadata references) on stderr.
+pub fn print_notes(path: &str, notes: &[String]) {
+    for note in notes {
+        eprintln!("note: {path}: {note}");
+    }
 }
 
 /// Reads a file, naming it in the error.

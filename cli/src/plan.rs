@@ -1,15 +1,17 @@
-//! `commlens plan DUMP [--args ARGS.json] [--tags dump|roles] [--format json|text] [-o OUT]`:
-//! print the plan report (the reference's JSON, or the same plan in plain words).
+//! `commlens plan DUMP [--graph K] [--args ARGS.json] [--tags dump|roles] [--format json|text]
+//! [-o OUT]`: print the plan report (the reference's JSON, or the same plan in plain words).
 
-use crate::{read_file, write_output, CliError};
+use crate::{print_notes, read_file, write_output, CliError, GraphChoice};
 use commlens::TagMode;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph dump (JSON, or gzip-compressed JSON).
+    /// The graph dump (JSON, or gzip-compressed JSON), or a TORCH_TRACE log.
     #[arg(value_name = "DUMP")]
     dump: String,
+    #[command(flatten)]
+    choice: GraphChoice,
     /// Planner arguments in the conformance `args.json` format (keys it lacks fall back to the
     /// dump's `planner` object, then to the reference's defaults).
     #[arg(long = "args", value_name = "ARGS.json")]
@@ -40,8 +42,14 @@ pub fn tag_mode(text: &str) -> Result<TagMode, String> {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let dump_bytes = read_file(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
-    let planned = commlens::read_and_plan_with(&dump_bytes, args_bytes.as_deref(), args.tags)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let planned = commlens::read_and_plan_with(
+        &dump_bytes,
+        args.choice.graph,
+        args_bytes.as_deref(),
+        args.tags,
+    )
+    .map_err(|e| CliError::Failed(e.to_string()))?;
+    print_notes(&args.dump, &planned.graph.dump.warnings);
     let report = match args.format {
         Format::Json => {
             // The JSON stays the reference's report; the note goes beside it.

@@ -1,16 +1,18 @@
-//! `commlens render DUMP [--args ARGS.json] [--tags dump|roles] [-o timeline.svg] [--width PX] [--from N --to N]
+//! `commlens render DUMP [--graph K] [--args ARGS.json] [--tags dump|roles] [-o timeline.svg] [--width PX] [--from N --to N]
 //! [--trace TRACE.json]`: the bucket timeline the web app draws, as a standalone SVG (and
 //! optionally the Chrome-trace JSON), for review docs and CI.
 
-use crate::{read_file, write_output, CliError};
+use crate::{print_notes, read_file, write_output, CliError, GraphChoice};
 use commlens::timeline::{self, build_scene, render_svg_with, Viewport};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph dump (JSON, or gzip-compressed JSON).
+    /// The graph dump (JSON, or gzip-compressed JSON), or a TORCH_TRACE log.
     #[arg(value_name = "DUMP")]
     dump: String,
+    #[command(flatten)]
+    choice: GraphChoice,
     /// Planner arguments in the conformance `args.json` format.
     #[arg(long = "args", value_name = "ARGS.json")]
     args: Option<String>,
@@ -49,9 +51,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Some(p) => Some(commlens::parse_args_json(&read_file(p)?).map_err(CliError::Failed)?),
         None => None,
     };
-    let graph = commlens::Graph::new(
-        commlens::read_dump(&bytes).map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?,
-    );
+    let graph = commlens::input::read_graph(&bytes, args.choice.graph)
+        .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
+    print_notes(&args.dump, &graph.dump.warnings);
     let graph = match args.tags {
         commlens::TagMode::Dump => graph,
         commlens::TagMode::Roles => commlens::derive_tags(&graph).0,
@@ -90,6 +92,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             commlens::TagMode::Dump => None,
             commlens::TagMode::Roles => Some("roles".into()),
         },
+        graph: args.choice.graph,
         viewport: Some(scene.viewport),
         width: Some(scene.frame.width),
         view_url: None,

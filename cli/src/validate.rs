@@ -1,8 +1,11 @@
 //! `commlens validate MANIFEST.json` or `commlens validate --group G --rank R=REPORT.json ...`:
 //! check that rank reports (from this tool or the Python planner) agree, like
-//! `validate_group_plans`. Reports are read one at a time, when the library compares them.
+//! `validate_group_plans`. Reports are read one at a time, when the library compares them. A
+//! rank's file may also be its graph dump or TORCH_TRACE log, which is planned (with `--args`,
+//! and `--graph K` for logs) to give its report.
 
-use crate::{read_file, write_output, CliError};
+use crate::{print_notes, read_file, write_output, CliError};
+use commlens::planner::report::plan_to_value;
 use commlens::planner::validate::{
     agreement_json, agreement_text, validate_reports, Failure, RankReport, ReportRef,
 };
@@ -26,6 +29,12 @@ pub struct Args {
     /// `message` verbatim, with the rank, file, field and first difference as data.
     #[arg(long)]
     json: bool,
+    /// For ranks given as TORCH_TRACE logs: the post-grad graph to plan (0-based, in log order).
+    #[arg(long, value_name = "K")]
+    graph: Option<usize>,
+    /// Planner arguments for ranks given as dumps or logs (the conformance `args.json` format).
+    #[arg(long = "args", value_name = "ARGS.json")]
+    args: Option<String>,
 }
 
 fn rank_spec(spec: &str) -> Result<(i128, String), String> {
@@ -53,12 +62,22 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 .collect(),
         ),
     };
+    let args_bytes = args.args.as_deref().map(read_file).transpose()?;
     let load = |i: usize| -> Result<RankReport, CliError> {
         let path = entries
             .get(i)
             .and_then(|e| e.file.as_deref())
             .unwrap_or_default();
         let bytes = read_file(path)?;
+        if commlens::input::holds_graph(&bytes) {
+            let (graph, plan) = commlens::read_and_plan(&bytes, args.graph, args_bytes.as_deref())
+                .map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+            print_notes(path, &graph.dump.warnings);
+            return Ok(RankReport::from_value(
+                &plan_to_value(&plan, &graph),
+                &group,
+            ));
+        }
         RankReport::from_json(&bytes, &group)
             .map_err(|e| CliError::Failed(format!("{path}: not valid JSON: {e}")))
     };

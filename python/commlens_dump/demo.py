@@ -14,7 +14,7 @@ from torch import fx, nn
 from . import __version__
 from .export import dump
 from .fsdp import FSDPResult, apply_fsdp
-from .models import MLP, FrozenMLP, Llama
+from .models import GPT2, MLP, ConvNet, FrozenMLP, Llama, MoE
 
 __all__ = ["Example", "init_fake_process_group", "trace_joint", "build_example", "write_demo", "MODELS"]
 
@@ -80,13 +80,41 @@ def _llama(dtype, **kwargs):
     return model, (tokens, targets), config
 
 
-MODELS: dict = {"mlp": _mlp, "frozen_mlp": _frozen_mlp, "llama": _llama}
+def _gpt2(dtype, **kwargs):
+    config = {"vocab": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "seq": 8}
+    config.update(kwargs)
+    model = GPT2(**config)
+    tokens = torch.randint(0, config["vocab"], (2, config["seq"]))
+    targets = torch.randint(0, config["vocab"], (2, config["seq"]))
+    return model, (tokens, targets), config
+
+
+def _convnet(dtype, **kwargs):
+    config = {"channels": 8, "classes": 10}
+    config.update(kwargs)
+    model = ConvNet(**config)
+    return model, (torch.randn(2, 3, 16, 16, dtype=dtype), torch.randint(0, config["classes"], (2,))), config
+
+
+def _moe(dtype, **kwargs):
+    config = {"vocab": 32, "dim": 16, "hidden": 32, "local_experts": 2, "ep_group": "ep", "ep_degree": 2}
+    config.update(kwargs)
+    model = MoE(**config)
+    tokens = torch.randint(0, config["vocab"], (2, 8))
+    return model, (tokens, torch.randint(0, config["vocab"], (2, 8))), config
+
+
+MODELS: dict = {"mlp": _mlp, "frozen_mlp": _frozen_mlp, "llama": _llama, "gpt2": _gpt2, "convnet": _convnet,
+                "moe": _moe}
 
 _PLANNER_DEFAULTS = {
     "mlp": {"module_bucket_plans": None, "block_module_types": None},
     "frozen_mlp": {"module_bucket_plans": None, "block_module_types": None},
     "llama": {"module_bucket_plans": ["tok_embeddings", ["norm", "output"]],
               "block_module_types": ["TransformerBlock"]},
+    "gpt2": {"module_bucket_plans": None, "block_module_types": ["GPT2Block"]},
+    "convnet": {"module_bucket_plans": None, "block_module_types": None},
+    "moe": {"module_bucket_plans": None, "block_module_types": None},
 }
 
 
@@ -114,6 +142,8 @@ def build_example(model_name: str, *, degree: int = 2, reshard: bool = True,
     group_ranks = {group: list(range(degree))}
     if hsdp:
         group_ranks["dp_replicate"] = [replica * degree for replica in range(replicas)]
+    if "ep_group" in config:
+        group_ranks[config["ep_group"]] = list(range(config["ep_degree"]))
     planner = dict(_PLANNER_DEFAULTS[model_name])
     planner.update({"policy": None, "pp_degree": 1, "dp_mode": "hsdp" if hsdp else "fsdp"})
     source = {"producer": f"commlens-dump {__version__} demo", "torch": torch.__version__,

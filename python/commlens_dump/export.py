@@ -8,7 +8,8 @@ See ``graph-dump-v1.md`` for the format. Encoding rules, in short:
   ``{"device": ...}``, symbolic values as ``{"sym": ...}``, anything else as
   ``{"repr": str(value)}``;
 * metadata: the same, plus dicts as objects, a ``torch.dtype`` as its plain string,
-  tensors (real or fake) as ``{"tensor": {"shape", "dtype", "device"}}``,
+  tensors (real or fake) as ``{"tensor": {"shape", "dtype", "device"}}`` (plus ``"stride"``
+  when a dimension is broadcast, i.e. has stride 0),
   ``nn_module_stack`` as ``{key: [path, type_name]}``; nothing is silently dropped
   (``stack_trace`` is left out unless ``with_stack_trace=True``).
 """
@@ -146,7 +147,17 @@ def _encode_tensor(tensor: torch.Tensor) -> dict:
         shape = [encode_arg(dim) for dim in tensor.shape]
     except Exception:  # pragma: no cover - sparse/nested layouts without a static shape
         shape = {"repr": "unknown"}
-    return {"tensor": {"shape": shape, "dtype": str(tensor.dtype), "device": str(tensor.device)}}
+    summary = {"shape": shape, "dtype": str(tensor.dtype), "device": str(tensor.device)}
+    # A broadcast (stride-0) dimension is read once, not once per element: the cost model's
+    # memory time needs to know (torch's get_num_bytes). Dense tensors, the common case, keep
+    # the summary short.
+    try:
+        stride = tensor.stride()
+    except Exception:  # sparse, nested, or no strides
+        stride = None
+    if stride is not None and any(type(s) is int and s == 0 for s in stride):
+        summary["stride"] = [encode_arg(s) for s in stride]
+    return {"tensor": summary}
 
 
 def _encode_module_stack(stack: Any) -> Any:

@@ -4,6 +4,10 @@
     import commlens_dump
     commlens_dump.install("dumps/")          # sets torch._inductor.config.post_grad_custom_post_pass
     torch.compile(model)(inputs)             # writes dumps/graph_000.json, graph_001.json, ...
+
+``install(..., stage="lowered")`` dumps instead the graph Inductor lowers, after all of its
+post-grad passes (its own collective bucketing and reinplacing included): the graph that
+``TORCH_TRACE`` logs as ``inductor_post_grad_graph``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ except ImportError:  # pragma: no cover - very old PyTorch
 
 from .export import dump
 
-__all__ = ["DumpPass", "install"]
+__all__ = ["DumpPass", "install", "uninstall"]
 
 
 class DumpPass(CustomGraphPass):  # type: ignore[misc]
@@ -79,19 +83,61 @@ class DumpPass(CustomGraphPass):  # type: ignore[misc]
         return hashlib.sha256(key.encode()).hexdigest()
 
 
-def install(out_dir: str, *, disable_cache: bool = True, **kwargs: Any) -> DumpPass:
+_STAGES = ("post_grad_custom_post_pass", "lowered")
+_lowered = {"pass": None, "original": None, "depth": 0}
+
+
+def install(out_dir: str, *, disable_cache: bool = True, stage: str = "post_grad_custom_post_pass",
+            **kwargs: Any) -> DumpPass:
     """Make Inductor dump every post-grad graph into ``out_dir``; returns the pass.
 
-    An already configured ``post_grad_custom_post_pass`` keeps running after the dump.
+    ``stage="post_grad_custom_post_pass"`` (default) dumps where Inductor runs custom passes:
+    an already configured ``post_grad_custom_post_pass`` keeps running after the dump.
+    ``stage="lowered"`` dumps after all post-grad passes (bucketing, reinplacing, sorting), the
+    graph Inductor lowers and ``TORCH_TRACE`` logs; it wraps Inductor's private
+    ``compile_fx._recursive_post_grad_passes`` (``uninstall()`` unwraps it).
     With ``disable_cache`` (default) Inductor's FX graph cache is turned off so cached
     compilations are dumped too.
     """
     import torch._inductor.config as config
+    if stage not in _STAGES:
+        raise ValueError(f"stage must be one of {_STAGES}, got {stage!r}")
+    if disable_cache:
+        config.fx_graph_cache = False
+    if stage == "lowered":
+        from torch._inductor import compile_fx
+        dump_pass = DumpPass(out_dir, **kwargs)
+        if _lowered["original"] is None:
+            original = compile_fx._recursive_post_grad_passes
+
+            def passes_then_dump(gm, is_inference=False):
+                # Subgraphs are run through this function too; only the top graph is logged.
+                _lowered["depth"] += 1
+                try:
+                    original(gm, is_inference)
+                finally:
+                    _lowered["depth"] -= 1
+                if _lowered["depth"] == 0 and _lowered["pass"] is not None:
+                    _lowered["pass"](gm.graph)
+
+            _lowered["original"] = original
+            compile_fx._recursive_post_grad_passes = passes_then_dump
+        _lowered["pass"] = dump_pass
+        return dump_pass
     previous = config.post_grad_custom_post_pass
     if isinstance(previous, DumpPass):
         previous = previous.then
     dump_pass = DumpPass(out_dir, then=previous, **kwargs)
     config.post_grad_custom_post_pass = dump_pass
-    if disable_cache:
-        config.fx_graph_cache = False
     return dump_pass
+
+
+def uninstall() -> None:
+    """Remove the passes ``install`` set (the custom pass's predecessor is put back)."""
+    import torch._inductor.config as config
+    if _lowered["original"] is not None:
+        from torch._inductor import compile_fx
+        compile_fx._recursive_post_grad_passes = _lowered["original"]
+        _lowered["original"] = _lowered["pass"] = None
+    if isinstance(config.post_grad_custom_post_pass, DumpPass):
+        config.post_grad_custom_post_pass = config.post_grad_custom_post_pass.then

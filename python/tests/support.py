@@ -30,6 +30,12 @@ def shared_dir() -> Path:
     return path
 
 
+def example_key(build: dict) -> str:
+    """The ``example`` fixture's cache key for ``build_example(**build)``: tests that trace the
+    same model share one trace."""
+    return json.dumps({k: str(v) for k, v in sorted(build.items())})
+
+
 def cli_path() -> Path:
     return Path(os.environ.get("COMMLENS_BIN") or REPO / "target" / "debug" / "commlens")
 

@@ -49,13 +49,14 @@ impl std::error::Error for SideError {}
 /// gzip-compressed) as it is, or a dump planned with `args_json` (or its own arguments), as
 /// `commlens plan` would.
 pub fn read_side(bytes: &[u8], args_json: Option<&[u8]>) -> Result<PlanSide, SideError> {
-    read_side_with(bytes, args_json, TagMode::Dump)
+    read_side_with(bytes, None, args_json, TagMode::Dump)
 }
 
 /// [`read_side`], a dump's FSDP tags taken as `tags` says (`commlens diff --tags`; a report
-/// is already planned).
+/// is already planned); `graph` picks a trace log's graph (`--graph K`).
 pub fn read_side_with(
     bytes: &[u8],
+    graph: Option<usize>,
     args_json: Option<&[u8]>,
     tags: TagMode,
 ) -> Result<PlanSide, SideError> {
@@ -66,8 +67,8 @@ pub fn read_side_with(
         },
         Sniffed::FailedPlan => Err(SideError::FailedPlan(failed_plan_message(bytes))),
         Sniffed::Other => {
-            let planned =
-                crate::read_and_plan_with(bytes, args_json, tags).map_err(SideError::Dump)?;
+            let planned = crate::read_and_plan_with(bytes, graph, args_json, tags)
+                .map_err(SideError::Dump)?;
             Ok(PlanSide::from_plan(&planned.plan, &planned.graph))
         }
     }

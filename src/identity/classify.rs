@@ -18,7 +18,9 @@
 //!
 //! It stays linear in the size of the graph.
 
-use super::payload::{self, read_payload, CommType, Location, Payload, FALLBACK_KEY, PAYLOAD_KEY};
+use super::payload::{
+    self, read_payload, CommType, Location, Payload, PayloadError, FALLBACK_KEY, PAYLOAD_KEY,
+};
 use super::structure::Structure;
 use super::transform::{self, Combined, TransformKind};
 use super::{
@@ -782,7 +784,7 @@ fn validate(
             payload::describe(value)
         )
     };
-    match read_payload(value) {
+    match truncated_payload(graph.node(holder), location).map_or_else(|| read_payload(value), Err) {
         Err(e) => {
             diags.push(diag(
                 start,
@@ -827,6 +829,24 @@ fn validate(
             },
         )),
     }
+}
+
+/// Trace-log hook: a payload PyTorch cut at 40 characters when it printed the graph
+/// (`crate::tracelog::TRUNCATED_KEY` lists the cut `custom` keys) is text, never a valid
+/// explicit identity; say why rather than report a shape error.
+fn truncated_payload(holder: &Node, location: Location) -> Option<PayloadError> {
+    use crate::tracelog::{ANNOTATION_LIMIT, TRUNCATED_KEY};
+    let cut = meta_get(holder, TRUNCATED_KEY)?.as_list()?;
+    (location == Location::Custom && cut.iter().any(|k| k.as_str() == Some(PAYLOAD_KEY))).then(
+        || PayloadError {
+            rule: "payload.truncated",
+            message: format!(
+                "it comes from a trace log, where PyTorch prints at most {ANNOTATION_LIMIT} \
+                 characters of each `custom` value, and it was cut; a cut payload cannot be \
+                 read as an explicit identity"
+            ),
+        },
+    )
 }
 
 /// Precedence: explicit wins (mismatches reported); else the heuristics (inferred); else a

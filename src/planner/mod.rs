@@ -15,8 +15,8 @@ pub mod validate;
 
 pub use candidates::{is_planned_dtype, is_torch_device, static_shape};
 
-use crate::dump::{read_dump_into, DumpError, Node, NodeSink};
-use crate::graph::{CommTag, Graph, GraphBuilder, NodeId};
+use crate::dump::{read_dump_into, Dump, DumpError, Node, NodeSink};
+use crate::graph::{CommTag, FactsSink, Graph, GraphBuilder, NodeId};
 use crate::value::PyValue;
 pub use args::{ArgError, BucketPolicy, ModulePlans, PlannerArgs, ValidatedArgs};
 use indexmap::IndexMap;
@@ -542,28 +542,51 @@ impl BucketPlan {
 pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
     bytes: &[u8],
 ) -> Result<Planner<G>, DumpError> {
-    struct Sink {
+    read_prepared_with(bytes, &mut ())
+}
+
+/// [`read_prepared`], also handing each node and its graph facts to `extra` while the reader
+/// has it in cache (the cost model's per-node work rides along this way). `extra` sees the
+/// nodes in order only if the reader does; check its count against the graph's.
+pub fn read_prepared_with<G: Borrow<Graph> + From<Graph>>(
+    bytes: &[u8],
+    extra: &mut dyn FactsSink,
+) -> Result<Planner<G>, DumpError> {
+    prepare_while_reading(|sink| read_dump_into(bytes, sink), extra)
+}
+
+/// [`read_prepared_with`] for any reader that hands each node to a [`NodeSink`] as it reads it
+/// (the dump reader, the trace-log reader): `read` gets the sink and returns the dump.
+pub fn prepare_while_reading<G: Borrow<Graph> + From<Graph>, E>(
+    read: impl FnOnce(&mut dyn NodeSink) -> Result<Dump, E>,
+    extra: &mut dyn FactsSink,
+) -> Result<Planner<G>, E> {
+    struct Sink<'a> {
         graph: GraphBuilder,
         planner: candidates::Preparer,
+        extra: &'a mut dyn FactsSink,
     }
-    impl NodeSink for Sink {
+    impl NodeSink for Sink<'_> {
         fn begin(&mut self) {
             self.graph.begin();
             self.planner = candidates::Preparer::default();
+            self.extra.begin();
         }
 
         fn node(&mut self, index: usize, node: &Node) {
             self.graph.node(index, node);
             if let Some(facts) = self.graph.facts(index) {
                 self.planner.visit(index, node, facts);
+                self.extra.node(index, node, facts);
             }
         }
     }
     let mut sink = Sink {
         graph: GraphBuilder::default(),
         planner: candidates::Preparer::default(),
+        extra,
     };
-    let dump = read_dump_into(bytes, &mut sink)?;
+    let dump = read(&mut sink)?;
     let count = dump.nodes.len();
     let graph = sink.graph.finish(dump);
     if sink.planner.visited() != count {

@@ -22,6 +22,8 @@ pub struct ExportSettings {
     pub args: Map<String, Value>,
     /// Where the FSDP tags came from when not the dump (`roles`: `--tags roles`).
     pub tags: Option<String>,
+    /// For a TORCH_TRACE log: which of its graphs (`--graph K`).
+    pub graph: Option<usize>,
     /// The graph positions shown, when it is a picture.
     pub viewport: Option<Viewport>,
     pub width: Option<u32>,
@@ -41,6 +43,9 @@ impl ExportSettings {
         });
         if let Some(tags) = &self.tags {
             v["tags"] = json!(tags);
+        }
+        if let Some(graph) = self.graph {
+            v["graph"] = json!(graph);
         }
         if let Some(vp) = self.viewport {
             v["viewport"] = json!({"from": vp.x0, "to": vp.x1});

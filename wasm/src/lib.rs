@@ -102,7 +102,7 @@ impl PlanPair {
     ) -> Result<PlanPair, JsValue> {
         let error = |e: commlens::PlanFailure| JsValue::from(JsError::new(&e.to_string()));
         let (graph, before) =
-            commlens::read_and_plan(dump, args_before.as_deref().map(str::as_bytes))
+            commlens::read_and_plan(dump, None, args_before.as_deref().map(str::as_bytes))
                 .map_err(error)?;
         let args = match args_after.as_deref() {
             Some(text) => Some(
@@ -195,7 +195,7 @@ pub fn plan_report_with_tags_native(
 ) -> Result<String, String> {
     let mode = commlens::TagMode::parse(tags)
         .ok_or_else(|| format!("tags is \"dump\" or \"roles\", not {tags:?}"))?;
-    commlens::read_and_plan_with(dump, args_json.map(str::as_bytes), mode)
+    commlens::read_and_plan_with(dump, None, args_json.map(str::as_bytes), mode)
         .map(|planned| planned.to_json())
         .map_err(|failure| failure.to_string())
 }

@@ -151,6 +151,7 @@ fn export_settings(state: &State, loaded: &Loaded) -> ExportSettings {
         },
         args: state.settings.args_json(&loaded.graph),
         tags: None,
+        graph: None,
         viewport: None,
         width: None,
         view_url: Some(browser::url_with(

@@ -1,0 +1,253 @@
+//! The one entry point every shell reads a graph through: bytes in — a graph dump
+//! (`graph-dump-v1.md`) or a PyTorch trace log (`TORCH_TRACE`), either plain or gzip, told
+//! apart by their content — and a [`Dump`], [`Graph`] or prepared [`Planner`] out. A trace log
+//! holds several graphs; `graph` picks one (0-based, in log order), and may be left out when
+//! there is only one. Pure and single-threaded, so the browser calls it as the CLI does.
+
+use crate::dump::{self, Dump, DumpError, NodeSink};
+use crate::graph::Graph;
+use crate::planner::Planner;
+use crate::signature::SignatureHasher;
+use crate::tracelog::{self, GraphContent, GraphKind, GraphSummary, TraceLog, TraceLogError};
+use std::borrow::{Borrow, Cow};
+use std::fmt;
+
+/// What the bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Dump,
+    TraceLog,
+}
+
+/// Why an input could not be read. `Display` is the message users see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputError {
+    /// A graph dump that breaks a rule (or bytes that are neither a dump nor a log).
+    Dump(DumpError),
+    /// A trace log without graphs, with a graph that does not read, or a bad choice.
+    TraceLog(TraceLogError),
+    /// A graph other than 0 chosen in a dump, which holds one graph.
+    NotALog { choice: usize },
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Dump(e) => e.fmt(f),
+            InputError::TraceLog(e) => e.fmt(f),
+            InputError::NotALog { choice } => write!(
+                f,
+                "--graph {choice} is out of range: the input is a graph dump, which holds one \
+                 graph (--graph 0)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+impl From<DumpError> for InputError {
+    fn from(e: DumpError) -> InputError {
+        InputError::Dump(e)
+    }
+}
+
+impl From<TraceLogError> for InputError {
+    fn from(e: TraceLogError) -> InputError {
+        InputError::TraceLog(e)
+    }
+}
+
+/// The bytes decompressed (gzip is recognised by its magic bytes), and what they are.
+pub fn detect(bytes: &[u8]) -> Result<(Format, Cow<'_, [u8]>), InputError> {
+    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
+        Cow::Owned(dump::gunzip(bytes)?)
+    } else {
+        Cow::Borrowed(bytes)
+    };
+    let format = if tracelog::looks_like_trace_log(&bytes) {
+        Format::TraceLog
+    } else {
+        Format::Dump
+    };
+    Ok((format, bytes))
+}
+
+/// Reads the chosen graph as a dump. For a trace log, `warnings` holds what the log could
+/// not say (group ranks, cut annotations).
+pub fn read(bytes: &[u8], graph: Option<usize>) -> Result<Dump, InputError> {
+    let (format, bytes) = detect(bytes)?;
+    match format {
+        Format::Dump => {
+            check_dump_choice(graph)?;
+            Ok(dump::read_dump(&bytes)?)
+        }
+        Format::TraceLog => {
+            let log = TraceLog::scan(&bytes);
+            let index = log.choose(graph)?;
+            Ok(log.graph(index)?)
+        }
+    }
+}
+
+/// [`read`], then the graph's structure.
+pub fn read_graph(bytes: &[u8], graph: Option<usize>) -> Result<Graph, InputError> {
+    Ok(Graph::new(read(bytes, graph)?))
+}
+
+/// Reads the chosen graph prepared for planning. A dump is read in one pass
+/// (`planner::read_prepared`); a trace log's graph is read, then prepared.
+pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
+    bytes: &[u8],
+    graph: Option<usize>,
+) -> Result<Planner<G>, InputError> {
+    let (format, bytes) = detect(bytes)?;
+    match format {
+        Format::Dump => {
+            check_dump_choice(graph)?;
+            Ok(crate::planner::read_prepared(&bytes)?)
+        }
+        Format::TraceLog => {
+            let log = TraceLog::scan(&bytes);
+            let index = log.choose(graph)?;
+            // One pass, as for a dump: each node is handed to the graph builder and the
+            // planner's checks, and hashed for the graph signature, as it is read.
+            struct Hashing<'a> {
+                inner: &'a mut dyn NodeSink,
+                hasher: SignatureHasher,
+            }
+            impl NodeSink for Hashing<'_> {
+                fn begin(&mut self) {
+                    self.inner.begin();
+                    self.hasher = SignatureHasher::default();
+                }
+
+                fn node(&mut self, index: usize, node: &crate::dump::Node) {
+                    self.inner.node(index, node);
+                    self.hasher.add(node);
+                }
+            }
+            Ok(crate::planner::prepare_while_reading(
+                |inner| {
+                    let mut sink = Hashing {
+                        inner,
+                        hasher: SignatureHasher::default(),
+                    };
+                    let mut dump = log.graph_into(index, &mut sink)?;
+                    dump.signature = Some(sink.hasher.finish());
+                    Ok::<_, InputError>(dump)
+                },
+                &mut (),
+            )?)
+        }
+    }
+}
+
+/// The graphs the input holds: every post-grad graph of a trace log (an unreadable one with
+/// its error), or the one graph of a dump.
+pub fn graphs(bytes: &[u8]) -> Result<Vec<GraphSummary>, InputError> {
+    let (format, bytes) = detect(bytes)?;
+    match format {
+        Format::Dump => {
+            let dump = dump::read_dump(&bytes)?;
+            let collectives = dump
+                .nodes
+                .iter()
+                .filter(|n| crate::graph::collective_op(n).is_some())
+                .count();
+            Ok(vec![GraphSummary {
+                index: 0,
+                compile_id: "-".to_string(),
+                rank: dump
+                    .source
+                    .as_ref()
+                    .and_then(|s| s.get("rank"))
+                    .and_then(serde_json::Value::as_i64),
+                line: 1,
+                content: Ok(GraphContent {
+                    kind: GraphKind::of(&dump.nodes),
+                    nodes: dump.nodes.len(),
+                    collectives,
+                }),
+            }])
+        }
+        Format::TraceLog => {
+            let log = TraceLog::scan(&bytes);
+            if log.is_empty() {
+                // Says what the log holds instead.
+                log.choose(None)?;
+            }
+            Ok(log.summaries())
+        }
+    }
+}
+
+/// Whether the bytes hold a graph (a trace log, or a JSON document with `"format":
+/// "commlens.graph"`) rather than some other JSON, such as a plan report.
+pub fn holds_graph(bytes: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Tagged {
+        format: Option<String>,
+    }
+    match detect(bytes) {
+        Ok((Format::TraceLog, _)) => true,
+        Ok((Format::Dump, bytes)) => serde_json::from_slice::<Tagged>(&bytes)
+            .is_ok_and(|t| t.format.as_deref() == Some(dump::FORMAT)),
+        Err(_) => false,
+    }
+}
+
+fn check_dump_choice(graph: Option<usize>) -> Result<(), InputError> {
+    match graph {
+        Some(choice) if choice != 0 => Err(InputError::NotALog { choice }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "V1201 04:26:36.236000 20096 torch/_inductor/compile_fx.py:1725] {\"artifact\": {\"name\": \"inductor_post_grad_graph\", \"encoding\": \"string\"}, \"rank\": 0, \"frame_id\": 0, \"frame_compile_id\": 0, \"attempt\": 0, \"has_payload\": \"x\"}\n\tclass GraphModule(torch.nn.Module):\n\t    def forward(self, p: \"f32[4][1]cpu\"):\n\t        return (p,)\n\t\n";
+
+    #[test]
+    fn content_decides_plain_or_gzip() {
+        assert_eq!(detect(LOG.as_bytes()).unwrap().0, Format::TraceLog);
+        assert_eq!(detect(b"{}").unwrap().0, Format::Dump);
+        let mut gz = Vec::new();
+        {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::fast());
+            e.write_all(LOG.as_bytes()).unwrap();
+            e.finish().unwrap();
+        }
+        let dump = read(&gz, None).unwrap();
+        assert_eq!(dump.nodes.len(), 2);
+        assert_eq!(read(&gz, Some(0)).unwrap().nodes.len(), 2);
+        assert!(matches!(
+            read(LOG.as_bytes(), Some(1)),
+            Err(InputError::TraceLog(TraceLogError::OutOfRange {
+                choice: 1,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn a_dump_holds_graph_zero_only() {
+        let dump = br#"{"format": "commlens.graph", "version": 1, "nodes": []}"#;
+        assert!(read(dump, Some(0)).is_ok());
+        assert_eq!(
+            read(dump, Some(2)).unwrap_err().to_string(),
+            "--graph 2 is out of range: the input is a graph dump, which holds one graph (--graph 0)"
+        );
+        assert_eq!(graphs(dump).unwrap().len(), 1);
+        assert!(holds_graph(dump) && holds_graph(LOG.as_bytes()));
+        assert!(!holds_graph(br#"{"format": "other", "buckets": []}"#) && !holds_graph(b"[1]"));
+        // Neither a dump nor a log: the dump reader's message.
+        assert!(matches!(
+            read(b"hello", None),
+            Err(InputError::Dump(DumpError::Json { .. }))
+        ));
+    }
+}
