@@ -1,0 +1,542 @@
+//! Check ranks: several rank dumps, trace logs or plan reports at once (files, a folder, or a
+//! link: `?ranks=A&ranks=B…`, one `validate` manifest, or one folder listing) → a table of
+//! ranks with each one's graph signature and per-group digests, and per process group the
+//! core's `validate_group_plans` verdict (`commlens validate`): for a divergence, the rank,
+//! the file, the field and the first differing bucket or member, with the differing cells
+//! marked in the table.
+
+use super::{read_input, FilePick, Input, ViewsAction, ViewsState, ViewsUrl};
+use crate::browser;
+use crate::model::Shared;
+use crate::url_state::SourceRef;
+use commlens::planner::validate::{
+    agreement_text, validate_reports, Failure, Field, Finding, RankReport, ReportRef,
+    ValidationError,
+};
+use commlens::PyValue;
+use serde_json::Value;
+use yew::prelude::*;
+
+/// What a rank's file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankKind {
+    /// A dump or trace log, planned here with its own arguments.
+    Graph,
+    /// A plan report, as it is.
+    Report,
+}
+
+/// One rank: its number, its file, its plan report, and what the table shows of it.
+pub struct RankEntry {
+    pub rank: PyValue,
+    pub file: String,
+    pub kind: RankKind,
+    /// The report JSON (for a graph, the report `commlens plan` writes for it).
+    pub report: Vec<u8>,
+    pub signature: Option<String>,
+    /// `group_digests`, in the report's order.
+    pub digests: Vec<(String, String)>,
+    /// What reading it noted (a trace log's missing group ranks).
+    pub notes: Vec<String>,
+}
+
+/// One group's verdict.
+pub struct GroupVerdict {
+    pub group: String,
+    /// `Ok(agreement)`, or why the reports do not validate (or one could not be read).
+    pub result: Result<String, VerdictError>,
+}
+
+pub enum VerdictError {
+    Invalid(ValidationError),
+    Load(String),
+}
+
+pub struct RanksView {
+    pub entries: Vec<RankEntry>,
+    pub groups: Vec<String>,
+    pub verdicts: Vec<GroupVerdict>,
+}
+
+/// A rank number from a file name: the digits after `rank` (`rank_3.json`,
+/// `dedicated_log_torch_trace_rank_0_x1.log`), else the name's last number.
+pub fn rank_from_name(name: &str) -> Option<i128> {
+    let lower = name.to_ascii_lowercase();
+    let digits_at = |s: &str| -> Option<i128> {
+        let d: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+        d.parse().ok()
+    };
+    if let Some(i) = lower.rfind("rank") {
+        let rest = lower[i + 4..].trim_start_matches(['_', '-', '.', ' ']);
+        if let Some(n) = digits_at(rest) {
+            return Some(n);
+        }
+    }
+    let stem = lower.split('.').next().unwrap_or(&lower);
+    let end = stem.rfind(|c: char| c.is_ascii_digit())?;
+    let start = stem[..=end]
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    stem[start..=end].parse().ok()
+}
+
+fn inflate(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        commlens::dump::gunzip(bytes).map_err(|e| e.to_string())
+    } else {
+        Ok(bytes.to_vec())
+    }
+}
+
+/// Reads one rank's file: a graph (planned with its own arguments) or a report.
+pub fn read_rank(file: &str, rank: Option<PyValue>, bytes: &[u8]) -> Result<RankEntry, String> {
+    let (kind, report, notes, log_rank) = if commlens::input::holds_graph(bytes) {
+        let (graph, plan) = commlens::read_and_plan(bytes, None, None)
+            .map_err(|e| format!("{file}: {e}"))?;
+        let log_rank = graph
+            .dump
+            .source
+            .as_ref()
+            .and_then(|s| s.get("rank"))
+            .and_then(Value::as_i64);
+        (
+            RankKind::Graph,
+            commlens::planner::report::plan_to_json(&plan, &graph).into_bytes(),
+            graph.dump.warnings.clone(),
+            log_rank,
+        )
+    } else {
+        (
+            RankKind::Report,
+            inflate(bytes).map_err(|e| format!("{file}: {e}"))?,
+            Vec::new(),
+            None,
+        )
+    };
+    let value: Value = serde_json::from_slice(&report)
+        .map_err(|e| format!("{file}: not a plan report, a dump or a trace log: {e}"))?;
+    let signature = value
+        .get("signature")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let digests = value
+        .get("group_digests")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(g, d)| (g.clone(), d.as_str().map_or_else(|| d.to_string(), str::to_string)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let rank = rank
+        .or_else(|| log_rank.map(|r| PyValue::Int(r as i128)))
+        .or_else(|| rank_from_name(file).map(PyValue::Int))
+        .ok_or_else(|| {
+            format!("{file}: no rank: name the file rank_N, or list it in a manifest")
+        })?;
+    Ok(RankEntry {
+        rank,
+        file: file.to_string(),
+        kind,
+        report,
+        signature,
+        digests,
+        notes,
+    })
+}
+
+impl RanksView {
+    /// Validates every group (or `group` alone) over the ranks, in the order listed (the
+    /// first is the reference the others are compared with, as in `commlens validate`).
+    pub fn new(mut entries: Vec<RankEntry>, group: Option<String>) -> RanksView {
+        entries.sort_by(|a, b| match (&a.rank, &b.rank) {
+            (PyValue::Int(x), PyValue::Int(y)) => x.cmp(y),
+            _ => std::cmp::Ordering::Equal,
+        });
+        let groups = match group {
+            Some(g) => vec![g],
+            None => {
+                let mut groups: Vec<String> = Vec::new();
+                for e in &entries {
+                    if let Ok(v) = serde_json::from_slice::<Value>(&e.report) {
+                        for key in ["group_ranks", "group_digests"] {
+                            for g in v.get(key).and_then(Value::as_object).into_iter().flat_map(|m| m.keys()) {
+                                if !groups.contains(g) {
+                                    groups.push(g.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+                groups
+            }
+        };
+        let refs: Vec<ReportRef> = entries
+            .iter()
+            .map(|e| ReportRef {
+                rank: e.rank.clone(),
+                file: Some(e.file.clone()),
+            })
+            .collect();
+        let verdicts = groups
+            .iter()
+            .map(|group| {
+                let load = |i: usize| RankReport::from_json(&entries[i].report, group)
+                    .map_err(|e| format!("{}: not valid JSON: {e}", entries[i].file));
+                GroupVerdict {
+                    group: group.clone(),
+                    result: match validate_reports(group, &refs, load) {
+                        Ok(()) => Ok(agreement_text(group, &refs)),
+                        Err(Failure::Invalid(e)) => Err(VerdictError::Invalid(e)),
+                        Err(Failure::Load(e)) => Err(VerdictError::Load(e)),
+                    },
+                }
+            })
+            .collect();
+        RanksView {
+            entries,
+            groups,
+            verdicts,
+        }
+    }
+
+    /// The cells a verdict blames: (rank, group, field) of the report that disagrees.
+    pub fn blamed(&self) -> Vec<(PyValue, String, Field)> {
+        self.verdicts
+            .iter()
+            .filter_map(|v| match &v.result {
+                Err(VerdictError::Invalid(e)) => match e.finding.as_ref() {
+                    Finding::Disagree { report, field, .. } => {
+                        Some((report.rank.clone(), v.group.clone(), *field))
+                    }
+                    Finding::MissingField { report, field, .. } => {
+                        Some((report.rank.clone(), v.group.clone(), *field))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// What a link's `ranks=` values are: several rank files, or one manifest or folder listing
+/// to expand.
+async fn expand_link(
+    sources: &[SourceRef],
+    limit_mb: Option<u64>,
+) -> Result<(Vec<(Option<PyValue>, Input)>, Option<String>), String> {
+    if sources.len() > 1 {
+        return Ok((
+            sources.iter().map(|s| (None, Input::Source(s.clone()))).collect(),
+            None,
+        ));
+    }
+    let Some(SourceRef::Url(url)) = sources.first() else {
+        return Err("ranks= names one example: give several rank files, a manifest or a folder".into());
+    };
+    let base = browser::absolute(url);
+    let bytes = browser::fetch_bytes(&base, crate::limits::bytes(limit_mb), |_, _| {}).await?;
+    let resolve = |path: &str| {
+        web_sys::Url::new_with_base(path, &base)
+            .map(|u| u.href())
+            .unwrap_or_else(|_| path.to_string())
+    };
+    let (files, group) = listing(&bytes).map_err(|e| format!("{url}: {e}"))?;
+    Ok((
+        files
+            .into_iter()
+            .map(|(rank, path)| (rank, Input::Source(SourceRef::Url(resolve(&path)))))
+            .collect(),
+        group,
+    ))
+}
+
+/// The files a manifest (`{"group": G, "plans": [[rank, path], ...]}`, `commlens validate`'s)
+/// or a folder listing (an HTML index: its links to `.json`, `.gz` and `.log` files) names,
+/// with the manifest's ranks and group.
+pub fn listing(bytes: &[u8]) -> Result<(Vec<(Option<PyValue>, String)>, Option<String>), String> {
+    if let Ok(manifest) = serde_json::from_slice::<Value>(bytes) {
+        let group = manifest.get("group").and_then(Value::as_str).map(str::to_string);
+        let plans = manifest.get("plans").and_then(Value::as_array).ok_or(
+            "a JSON file, but not a manifest ({\"group\": G, \"plans\": [[rank, path], ...]}): to check ranks, give several rank files",
+        )?;
+        let mut out = Vec::new();
+        for (i, entry) in plans.iter().enumerate() {
+            match entry.as_array().map(|p| p.as_slice()) {
+                Some([rank, Value::String(path)]) => {
+                    out.push((Some(PyValue::from_plain_json(rank)), path.clone()))
+                }
+                _ => return Err(format!("\"plans\"[{i}] must be [rank, \"path\"], found {entry}")),
+            }
+        }
+        return Ok((out, group));
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let mut out: Vec<(Option<PyValue>, String)> = Vec::new();
+    for part in text.split("href=").skip(1) {
+        let quote = part.chars().next().unwrap_or(' ');
+        let link: String = if quote == '"' || quote == '\'' {
+            part[1..].chars().take_while(|&c| c != quote).collect()
+        } else {
+            part.chars().take_while(|c| !c.is_whitespace() && *c != '>').collect()
+        };
+        let path = link.split(['?', '#']).next().unwrap_or_default().to_string();
+        let wanted = [".json", ".json.gz", ".log", ".log.gz", ".gz"]
+            .iter()
+            .any(|ext| path.ends_with(ext));
+        if wanted && !out.iter().any(|(_, p)| p == &path) {
+            out.push((None, path));
+        }
+    }
+    if out.is_empty() {
+        return Err("neither a manifest nor a folder listing with .json, .gz or .log files".into());
+    }
+    Ok((out, None))
+}
+
+fn run(
+    dispatch: UseReducerDispatcher<ViewsState>,
+    inputs: Vec<(Option<PyValue>, Input)>,
+    group: Option<String>,
+    limit_mb: Option<u64>,
+    linkable: bool,
+) {
+    wasm_bindgen_futures::spawn_local(async move {
+        let mut entries = Vec::with_capacity(inputs.len());
+        let total = inputs.len();
+        for (i, (rank, input)) in inputs.into_iter().enumerate() {
+            dispatch.dispatch(ViewsAction::Busy(format!("reading rank file {} of {total}…", i + 1)));
+            let (label, _, bytes) = match read_input(&input, limit_mb).await {
+                Ok(r) => r,
+                Err(e) => return dispatch.dispatch(ViewsAction::Failed(e)),
+            };
+            browser::yield_now().await;
+            match read_rank(&label, rank, &bytes) {
+                Ok(e) => entries.push(e),
+                Err(e) => return dispatch.dispatch(ViewsAction::Failed(e)),
+            }
+        }
+        if entries.len() < 2 {
+            return dispatch.dispatch(ViewsAction::Failed(format!(
+                "{} rank file(s): checking ranks needs two or more",
+                entries.len()
+            )));
+        }
+        let view = RanksView::new(entries, group);
+        dispatch.dispatch(ViewsAction::Ranked(Shared::new(view), linkable));
+    });
+}
+
+/// Starts the check a link asks for.
+pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUrl) {
+    if url.ranks.is_empty() {
+        return;
+    }
+    let (sources, group, limit) = (url.ranks.clone(), url.group.clone(), url.main.limit_mb);
+    wasm_bindgen_futures::spawn_local(async move {
+        dispatch.dispatch(ViewsAction::Busy("reading the rank list…".into()));
+        match expand_link(&sources, limit).await {
+            Ok((inputs, listed_group)) => run(dispatch, inputs, group.or(listed_group), limit, true),
+            Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
+        }
+    });
+}
+
+/// Files picked or dropped: a manifest among them gives the ranks and group of the files it
+/// names; the others are ranks by their names.
+fn start_from_files(dispatch: UseReducerDispatcher<ViewsState>, files: Vec<web_sys::File>, group: Option<String>) {
+    wasm_bindgen_futures::spawn_local(async move {
+        let mut manifest: Option<(Vec<(Option<PyValue>, String)>, Option<String>)> = None;
+        let mut ranks = Vec::new();
+        for f in files {
+            let name = f.name();
+            if name.ends_with(".json") && f.size() < 1e6 {
+                if let Ok((_, _, bytes)) = read_input(&Input::File(f.clone()), None).await {
+                    if let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&bytes) {
+                        if m.contains_key("plans") && !m.contains_key("buckets") {
+                            match listing(&bytes) {
+                                Ok(l) => manifest = Some(l),
+                                Err(e) => return dispatch.dispatch(ViewsAction::Failed(format!("{name}: {e}"))),
+                            }
+                            continue;
+                        }
+                    }
+                }
+            }
+            ranks.push(f);
+        }
+        let (inputs, listed_group) = match manifest {
+            Some((listed, group)) => {
+                let mut inputs = Vec::new();
+                for (rank, path) in listed {
+                    let base = path.rsplit('/').next().unwrap_or(&path).to_string();
+                    match ranks.iter().find(|f| f.name() == base) {
+                        Some(f) => inputs.push((rank, Input::File(f.clone()))),
+                        None => {
+                            return dispatch.dispatch(ViewsAction::Failed(format!(
+                                "the manifest lists {path}, which was not picked with it"
+                            )))
+                        }
+                    }
+                }
+                (inputs, group)
+            }
+            None => (ranks.into_iter().map(|f| (None, Input::File(f))).collect(), None),
+        };
+        run(dispatch, inputs, group.or(listed_group), None, false);
+    });
+}
+
+/// The ranks view.
+pub fn page(state: &ViewsState, dispatch: &UseReducerDispatcher<ViewsState>) -> Html {
+    let on_files = {
+        let d = dispatch.clone();
+        let group = state.url.group.clone();
+        Callback::from(move |files: Vec<web_sys::File>| start_from_files(d.clone(), files, group.clone()))
+    };
+    html! {
+        <>
+            <section class="picker" aria-label="Open rank files">
+                <h2>{"Check ranks"}</h2>
+                <p>{"Open every rank's graph dump, trace log or plan report (or their folder, or a "}<code>{"commlens validate"}</code>
+                   {" manifest with them): each rank's plan is compared with the first rank's, group by group, as validate_group_plans does. Ranks come from the manifest, a trace log's header, or a file name like rank_3.json. A link: "}
+                   <code>{"?ranks=rank_0.json&ranks=rank_1.json"}</code>{", or "}<code>{"?ranks=manifest.json"}</code>{" or a folder listing."}</p>
+                <FilePick id="ranks-files" label="Rank files" multiple=true on_files={on_files.clone()} />
+                <FilePick id="ranks-folder" label="A folder" folder=true on_files={on_files} />
+            </section>
+            if let Some(r) = &state.ranks { <RanksPanels ranks={r.clone()} /> }
+        </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct RanksPanelsProps {
+    ranks: Shared<RanksView>,
+}
+
+fn show(value: &PyValue) -> String {
+    commlens::pyjson::dumps(value)
+}
+
+#[function_component(RanksPanels)]
+fn ranks_panels(props: &RanksPanelsProps) -> Html {
+    let view = &props.ranks;
+    let blamed = view.blamed();
+    let reference = view.entries.first();
+    let digest_of = |e: &RankEntry, g: &str| e.digests.iter().find(|(k, _)| k == g).map(|(_, d)| d.clone());
+    html! {
+        <>
+            <section class="rank-verdicts" id="rank-verdicts" aria-label="Verdicts per group">
+                <h2>{"Verdicts"}</h2>
+                if view.groups.is_empty() { <p class="muted">{"The reports name no process groups."}</p> }
+                <ul class="plain verdicts">{ for view.verdicts.iter().map(|v| match &v.result {
+                    Ok(text) => html! { <li class="verdict ok" data-group={v.group.clone()}><strong>{"ok"}</strong>{" "}{ text.trim().trim_start_matches("ok: ").to_string() }</li> },
+                    Err(VerdictError::Invalid(e)) => html! {
+                        <li class="verdict failed" data-group={v.group.clone()} role="alert">
+                            <strong>{ format!("ValueError: {}", e.message) }</strong>
+                            <pre class="explain">{ e.explain() }</pre>
+                        </li>
+                    },
+                    Err(VerdictError::Load(e)) => html! { <li class="verdict failed" data-group={v.group.clone()}><strong>{"could not read: "}</strong>{ e.clone() }</li> },
+                }) }</ul>
+            </section>
+            <section class="rank-table" aria-label="Ranks">
+                <h2>{ format!("Ranks ({})", view.entries.len()) }</h2>
+                <table class="ranks-table" id="ranks-table">
+                    <thead><tr><th>{"rank"}</th><th>{"file"}</th><th>{"from"}</th><th>{"signature"}</th>
+                        { for view.groups.iter().map(|g| html! { <th>{ format!("digest: {g}") }</th> }) }</tr></thead>
+                    <tbody>{ for view.entries.iter().map(|e| {
+                        let is_blamed = |g: &str| blamed.iter().any(|(r, bg, _)| r == &e.rank && bg == g);
+                        let sig_differs = reference.is_some_and(|r| r.signature != e.signature);
+                        html! {
+                            <tr data-rank={show(&e.rank)}>
+                                <th scope="row">{ show(&e.rank) }</th>
+                                <td><code>{ e.file.clone() }</code>
+                                    if !e.notes.is_empty() { <span class="muted" title={e.notes.join("\n")}>{" (notes)"}</span> }</td>
+                                <td>{ match e.kind { RankKind::Graph => "graph, planned here", RankKind::Report => "plan report" } }</td>
+                                <td class={classes!(sig_differs.then_some("differs"))}><code>{ e.signature.clone().unwrap_or_else(|| "—".into()) }</code></td>
+                                { for view.groups.iter().map(|g| {
+                                    let d = digest_of(e, g);
+                                    let differs = reference.is_some_and(|r| digest_of(r, g) != d);
+                                    html! { <td class={classes!(differs.then_some("differs"), is_blamed(g).then_some("blamed"))} data-group={g.clone()}>
+                                        <code>{ d.map(|d| d.chars().take(16).collect::<String>()).unwrap_or_else(|| "—".into()) }</code></td> }
+                                }) }
+                            </tr>
+                        }
+                    }) }</tbody>
+                </table>
+                <p class="muted">{"The first rank is the reference the others are compared with. A marked cell differs from it; an outlined one is where the verdict found the difference."}</p>
+            </section>
+        </>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate_case(name: &str) -> std::path::PathBuf {
+        std::env::var_os("COMMLENS_SHARED")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+            .join("conformance/validate")
+            .join(name)
+    }
+
+    fn view_of(case: &str) -> RanksView {
+        let dir = validate_case(case);
+        let manifest = std::fs::read(dir.join("validate.json")).unwrap();
+        let (files, group) = listing(&manifest).unwrap();
+        let entries = files
+            .into_iter()
+            .map(|(rank, path)| {
+                let bytes = std::fs::read(dir.join(&path)).unwrap();
+                read_rank(&path, rank, &bytes).unwrap()
+            })
+            .collect();
+        RanksView::new(entries, group)
+    }
+
+    #[test]
+    fn verdicts_are_the_conformance_expectations() {
+        for case in ["disagree_buckets", "llama_four_ranks_ok", "missing_rank", "disagree_rank_order"] {
+            let expected: Value = serde_json::from_slice(
+                &std::fs::read(validate_case(case).join("expected.json")).unwrap(),
+            )
+            .unwrap();
+            let view = view_of(case);
+            assert_eq!(view.verdicts.len(), 1, "{case}");
+            match (&view.verdicts[0].result, expected["ok"].as_bool()) {
+                (Ok(_), Some(true)) => {}
+                (Err(VerdictError::Invalid(e)), Some(false)) => {
+                    assert_eq!(e.message, expected["message"].as_str().unwrap(), "{case}");
+                    assert!(!e.explain().contains("None"), "{case}: {}", e.explain());
+                }
+                _ => panic!("{case}: verdict differs from {expected}"),
+            }
+        }
+        let view = view_of("disagree_buckets");
+        let blamed = view.blamed();
+        assert_eq!(blamed.len(), 1);
+        assert_eq!(blamed[0].0, PyValue::Int(1));
+        assert_eq!(blamed[0].2, Field::GroupDigests);
+    }
+
+    #[test]
+    fn ranks_from_names_and_listings() {
+        assert_eq!(rank_from_name("rank_3.json"), Some(3));
+        assert_eq!(rank_from_name("dedicated_log_torch_trace_rank_12_ab3x.log"), Some(12));
+        assert_eq!(rank_from_name("plan7.json.gz"), Some(7));
+        assert_eq!(rank_from_name("plan.json"), None);
+        let html = br#"<ul><li><a href="rank_0.json">rank_0.json</a><li><a href='rank_1.json.gz'>x</a><li><a href="../">up</a><li><a href="notes.txt">n</a></ul>"#;
+        let (files, group) = listing(html).unwrap();
+        assert_eq!(group, None);
+        assert_eq!(
+            files.into_iter().map(|(_, p)| p).collect::<Vec<_>>(),
+            vec!["rank_0.json", "rank_1.json.gz"]
+        );
+        assert!(listing(b"{\"buckets\": []}").unwrap_err().contains("not a manifest"));
+        assert!(listing(b"{\"plans\": [[0]]}").unwrap_err().contains("\"plans\"[0]"));
+    }
+}
