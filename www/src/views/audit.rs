@@ -184,7 +184,7 @@ fn audit_panels(props: &AuditPanelsProps) -> Html {
                             let into: Vec<String> = e.into.iter().map(|&id| r.after.node(id).name.clone()).collect();
                             html! {
                                 <tr class={classes!("audit-entry", e.status.as_str())} data-status={e.status.as_str()}>
-                                    <td><span class={classes!("status", e.status.as_str())}>{ e.status.as_str() }</span></td>
+                                    <td><span class={classes!("audit-status", e.status.as_str())}>{ e.status.as_str() }</span></td>
                                     <td><code>{ r.before.node(e.node).name.clone() }</code></td>
                                     <td>{ role_of(a.before.get(e.node)) }</td>
                                     <td>if into.is_empty() { <span class="muted">{"—"}</span> } else { <code>{ into.join(", ") }</code> }</td>
@@ -197,7 +197,7 @@ fn audit_panels(props: &AuditPanelsProps) -> Html {
                         if filter.is_none() {
                             { for a.new.iter().map(|&id| html! {
                                 <tr class="audit-entry new" data-status="new">
-                                    <td><span class="status new">{"new"}</span></td>
+                                    <td><span class="audit-status new">{"new"}</span></td>
                                     <td><span class="muted">{"—"}</span></td><td></td>
                                     <td><code>{ r.after.node(id).name.clone() }</code></td>
                                     <td>{ role_of(a.after.get(id)) }</td><td></td><td></td>

@@ -80,6 +80,18 @@ pub fn rank_from_name(name: &str) -> Option<i128> {
     stem[start..=end].parse().ok()
 }
 
+fn is_log_name(name: &str) -> bool {
+    name.ends_with(".log") || name.ends_with(".log.gz")
+}
+
+/// Ranks taken from names are put in rank order (a listing's order is the alphabet's).
+fn by_rank(entries: &mut [RankEntry]) {
+    entries.sort_by(|a, b| match (&a.rank, &b.rank) {
+        (PyValue::Int(x), PyValue::Int(y)) => x.cmp(y),
+        _ => std::cmp::Ordering::Equal,
+    });
+}
+
 fn inflate(bytes: &[u8]) -> Result<Vec<u8>, String> {
     if bytes.starts_with(&[0x1f, 0x8b]) {
         commlens::dump::gunzip(bytes).map_err(|e| e.to_string())
@@ -148,11 +160,7 @@ pub fn read_rank(file: &str, rank: Option<PyValue>, bytes: &[u8]) -> Result<Rank
 impl RanksView {
     /// Validates every group (or `group` alone) over the ranks, in the order listed (the
     /// first is the reference the others are compared with, as in `commlens validate`).
-    pub fn new(mut entries: Vec<RankEntry>, group: Option<String>) -> RanksView {
-        entries.sort_by(|a, b| match (&a.rank, &b.rank) {
-            (PyValue::Int(x), PyValue::Int(y)) => x.cmp(y),
-            _ => std::cmp::Ordering::Equal,
-        });
+    pub fn new(entries: Vec<RankEntry>, group: Option<String>) -> RanksView {
         let groups = match group {
             Some(g) => vec![g],
             None => {
@@ -221,7 +229,8 @@ impl RanksView {
 }
 
 /// What a link's `ranks=` values are: several rank files, or one manifest or folder listing
-/// to expand.
+/// to expand. Ranks listed one by one or in a manifest keep their order (the first listed is
+/// the reference, as in `commlens validate`); a folder's are put in rank order.
 async fn expand_link(
     sources: &[SourceRef],
     limit_mb: Option<u64>,
@@ -285,7 +294,11 @@ pub fn listing(bytes: &[u8]) -> Result<(Vec<(Option<PyValue>, String)>, Option<S
         let wanted = [".json", ".json.gz", ".log", ".log.gz", ".gz"]
             .iter()
             .any(|ext| path.ends_with(ext));
-        if wanted && !out.iter().any(|(_, p)| p == &path) {
+        // A folder holds other files too (a manifest, expected results): its rank files are
+        // those whose names carry a rank, and trace logs (whose header does).
+        let file_name = path.rsplit('/').next().unwrap_or(&path);
+        let rank_file = rank_from_name(file_name).is_some() || is_log_name(file_name);
+        if wanted && rank_file && !out.iter().any(|(_, p)| p == &path) {
             out.push((None, path));
         }
     }
@@ -301,6 +314,7 @@ fn run(
     group: Option<String>,
     limit_mb: Option<u64>,
     linkable: bool,
+    sort: bool,
 ) {
     wasm_bindgen_futures::spawn_local(async move {
         let mut entries = Vec::with_capacity(inputs.len());
@@ -323,6 +337,9 @@ fn run(
                 entries.len()
             )));
         }
+        if sort {
+            by_rank(&mut entries);
+        }
         let view = RanksView::new(entries, group);
         dispatch.dispatch(ViewsAction::Ranked(Shared::new(view), linkable));
     });
@@ -337,7 +354,10 @@ pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUr
     wasm_bindgen_futures::spawn_local(async move {
         dispatch.dispatch(ViewsAction::Busy("reading the rank list…".into()));
         match expand_link(&sources, limit).await {
-            Ok((inputs, listed_group)) => run(dispatch, inputs, group.or(listed_group), limit, true),
+            Ok((inputs, listed_group)) => {
+                let sort = sources.len() == 1 && inputs.iter().all(|(rank, _)| rank.is_none());
+                run(dispatch, inputs, group.or(listed_group), limit, true, sort)
+            }
             Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
         }
     });
@@ -366,6 +386,7 @@ fn start_from_files(dispatch: UseReducerDispatcher<ViewsState>, files: Vec<web_s
             }
             ranks.push(f);
         }
+        let sort = manifest.is_none();
         let (inputs, listed_group) = match manifest {
             Some((listed, group)) => {
                 let mut inputs = Vec::new();
@@ -382,9 +403,18 @@ fn start_from_files(dispatch: UseReducerDispatcher<ViewsState>, files: Vec<web_s
                 }
                 (inputs, group)
             }
-            None => (ranks.into_iter().map(|f| (None, Input::File(f))).collect(), None),
+            None => {
+                // A folder holds other files too: keep those that name a rank, and logs.
+                let ranked: Vec<web_sys::File> = ranks
+                    .iter()
+                    .filter(|f| rank_from_name(&f.name()).is_some() || is_log_name(&f.name()))
+                    .cloned()
+                    .collect();
+                let chosen = if ranked.len() >= 2 { ranked } else { ranks };
+                (chosen.into_iter().map(|f| (None, Input::File(f))).collect(), None)
+            }
         };
-        run(dispatch, inputs, group.or(listed_group), None, false);
+        run(dispatch, inputs, group.or(listed_group), None, false, sort);
     });
 }
 
