@@ -7,14 +7,16 @@
 
 use super::{read_input, FilePick, Input, ViewsAction, ViewsState, ViewsUrl};
 use crate::browser;
+use crate::components::chart::{Chart, Pick};
 use crate::model::Shared;
 use crate::url_state::SourceRef;
 use commlens::planner::validate::{
-    agreement_text, validate_reports, Failure, Field, Finding, RankReport, ReportRef,
-    ValidationError,
+    agreement_text, validate_reports, Failure, Field, Finding, LayoutComparison, RankReport,
+    ReportRef, ValidationError,
 };
 use commlens::PyValue;
 use serde_json::Value;
+use std::rc::Rc;
 use yew::prelude::*;
 
 /// What a rank's file is.
@@ -38,6 +40,54 @@ pub struct RankEntry {
     pub digests: Vec<(String, String)>,
     /// What reading it noted (a trace log's missing group ranks).
     pub notes: Vec<String>,
+    /// A graph's bytes, to draw its timeline when it is in a divergence.
+    pub graph: Option<Rc<Vec<u8>>>,
+    /// Where the rank came from, and the rank the file's name gives.
+    pub rank_from: RankFrom,
+    pub name_rank: Option<i128>,
+}
+
+/// Where a rank's number came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankFrom {
+    /// A manifest (or the caller) listed it.
+    Listed,
+    /// The file records it (a trace log's header, a dump's `source.rank`).
+    Recorded,
+    /// The file's name.
+    Name,
+}
+
+/// Files that all record the same rank (dumps of one rank copied for the others, say) but
+/// whose names give distinct ranks are numbered by their names, with a note.
+pub fn settle_ranks(entries: &mut [RankEntry]) {
+    let distinct = |ranks: Vec<Option<i128>>| {
+        let mut seen = std::collections::HashSet::new();
+        ranks.iter().all(|r| r.is_some_and(|r| seen.insert(r)))
+    };
+    let recorded: Vec<Option<i128>> = entries
+        .iter()
+        .map(|e| match (&e.rank, e.rank_from) {
+            (PyValue::Int(r), RankFrom::Recorded | RankFrom::Name) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    if entries.iter().any(|e| e.rank_from == RankFrom::Listed)
+        || distinct(recorded)
+        || !distinct(entries.iter().map(|e| e.name_rank).collect())
+    {
+        return;
+    }
+    for e in entries.iter_mut() {
+        if let (Some(n), RankFrom::Recorded) = (e.name_rank, e.rank_from) {
+            e.notes.push(format!(
+                "the file records rank {}, as another file does; its name's rank {n} is used",
+                show(&e.rank)
+            ));
+            e.rank = PyValue::Int(n);
+            e.rank_from = RankFrom::Name;
+        }
+    }
 }
 
 /// One group's verdict.
@@ -140,16 +190,24 @@ pub fn read_rank(file: &str, rank: Option<PyValue>, bytes: &[u8]) -> Result<Rank
                 .collect()
         })
         .unwrap_or_default();
-    let rank = rank
-        .or_else(|| log_rank.map(|r| PyValue::Int(r as i128)))
-        .or_else(|| rank_from_name(file).map(PyValue::Int))
-        .ok_or_else(|| {
-            format!("{file}: no rank: name the file rank_N, or list it in a manifest")
-        })?;
+    let name_rank = rank_from_name(file);
+    let (rank, rank_from) = match (rank, log_rank, name_rank) {
+        (Some(r), _, _) => (r, RankFrom::Listed),
+        (None, Some(r), _) => (PyValue::Int(r as i128), RankFrom::Recorded),
+        (None, None, Some(r)) => (PyValue::Int(r), RankFrom::Name),
+        (None, None, None) => {
+            return Err(format!(
+                "{file}: no rank: name the file rank_N, or list it in a manifest"
+            ))
+        }
+    };
     Ok(RankEntry {
         rank,
         file: file.to_string(),
         kind,
+        graph: (kind == RankKind::Graph).then(|| Rc::new(bytes.to_vec())),
+        rank_from,
+        name_rank,
         report,
         signature,
         digests,
@@ -225,6 +283,47 @@ impl RanksView {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// Where two ranks' plans first differ: the entries (the reference, the rank that
+/// disagrees) and the differing bucket's id in each, with the member's index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Divergence {
+    pub group: String,
+    pub entries: (usize, usize),
+    pub bucket_ids: (Option<String>, Option<String>),
+    pub member: Option<usize>,
+}
+
+impl RanksView {
+    /// The first verdict that found a differing bucket or member.
+    pub fn divergence(&self) -> Option<Divergence> {
+        let index = |r: &ReportRef| {
+            self.entries
+                .iter()
+                .position(|e| e.rank == r.rank && Some(&e.file) == r.file.as_ref())
+        };
+        self.verdicts.iter().find_map(|v| {
+            let Err(VerdictError::Invalid(e)) = &v.result else {
+                return None;
+            };
+            let Finding::Disagree {
+                report,
+                reference,
+                layouts: Some(LayoutComparison::Differ(d)),
+                ..
+            } = e.finding.as_ref()
+            else {
+                return None;
+            };
+            Some(Divergence {
+                group: v.group.clone(),
+                entries: (index(reference)?, index(report)?),
+                bucket_ids: d.bucket_ids.clone(),
+                member: d.member,
+            })
+        })
     }
 }
 
@@ -337,6 +436,7 @@ fn run(
                 entries.len()
             )));
         }
+        settle_ranks(&mut entries);
         if sort {
             by_rank(&mut entries);
         }
@@ -471,6 +571,9 @@ fn ranks_panels(props: &RanksPanelsProps) -> Html {
                     Err(VerdictError::Load(e)) => html! { <li class="verdict failed" data-group={v.group.clone()}><strong>{"could not read: "}</strong>{ e.clone() }</li> },
                 }) }</ul>
             </section>
+            if let Some(d) = view.divergence() {
+                <DivergenceCharts ranks={view.clone()} divergence={d} />
+            }
             <section class="rank-table" aria-label="Ranks">
                 <h2>{ format!("Ranks ({})", view.entries.len()) }</h2>
                 <table class="ranks-table" id="ranks-table">
@@ -499,6 +602,96 @@ fn ranks_panels(props: &RanksPanelsProps) -> Html {
                 <p class="muted">{"The first rank is the reference the others are compared with. A marked cell differs from it; an outlined one is where the verdict found the difference."}</p>
             </section>
         </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct DivergenceProps {
+    ranks: Shared<RanksView>,
+    divergence: Divergence,
+}
+
+/// One side of a divergence drawn: the rank's timeline and its differing bucket.
+struct RankChart {
+    label: String,
+    timeline: Shared<commlens::timeline::TimelineInput>,
+    bucket: Option<usize>,
+}
+
+fn rank_chart(entry: &RankEntry, bucket_id: Option<&str>) -> Result<RankChart, String> {
+    let bytes = entry.graph.as_ref().ok_or("a plan report: no graph positions to draw")?;
+    let loaded = super::load_graph(&entry.file, None, bytes)?;
+    let planned = crate::model::plan(&loaded, &crate::model::Settings::default(), || 0.0);
+    if let Some(e) = planned.error {
+        return Err(e);
+    }
+    let bucket = bucket_id.and_then(|id| {
+        planned
+            .timeline
+            .buckets
+            .iter()
+            .position(|b| &*b.id == id)
+    });
+    Ok(RankChart {
+        label: format!("rank {} ({})", show(&entry.rank), entry.file),
+        timeline: planned.timeline,
+        bucket,
+    })
+}
+
+/// Both ranks' timelines, one view for both, the first differing bucket outlined in each.
+#[function_component(DivergenceCharts)]
+fn divergence_charts(props: &DivergenceProps) -> Html {
+    let d = &props.divergence;
+    let charts = use_memo((props.ranks.clone(), d.clone()), |(ranks, d)| {
+        let side = |i: usize, id: &Option<String>| {
+            ranks
+                .entries
+                .get(i)
+                .ok_or_else(|| "no such rank".to_string())
+                .and_then(|e| rank_chart(e, id.as_deref()))
+        };
+        (side(d.entries.0, &d.bucket_ids.0), side(d.entries.1, &d.bucket_ids.1))
+    });
+    // The first view shows both buckets.
+    let first = {
+        let ranges: Vec<(f64, f64)> = [&charts.0, &charts.1]
+            .into_iter()
+            .filter_map(|c| c.as_ref().ok())
+            .filter_map(|c| c.bucket.map(|b| crate::model::bucket_range(&c.timeline.buckets[b])))
+            .collect();
+        let from = ranges.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+        let to = ranges.iter().map(|r| r.1).fold(f64::NEG_INFINITY, f64::max);
+        (from.is_finite() && to.is_finite()).then(|| {
+            let mid = (from + to) / 2.0;
+            let half = ((to - from) * 2.0).max(16.0);
+            commlens::timeline::Viewport { x0: mid - half, x1: mid + half }
+        })
+    };
+    let viewport = use_state(move || first);
+    let on_view = {
+        let viewport = viewport.clone();
+        Callback::from(move |(v, _): (Option<commlens::timeline::Viewport>, bool)| viewport.set(v))
+    };
+    let chart = |c: &Result<RankChart, String>, id: &'static str, bucket_id: &Option<String>| match c {
+        Ok(c) => html! {
+            <div id={id} class="rank-chart">
+                <Chart timeline={c.timeline.clone()} viewport={*viewport} focus={c.bucket}
+                    selected={c.bucket.map(|b| c.timeline.buckets[b].id.clone())} filter={None::<crate::url_state::Filter>}
+                    on_view={on_view.clone()} on_pick={Callback::from(|_: Pick| {})}
+                    title={AttrValue::from(format!("{}: {}", c.label,
+                        bucket_id.as_deref().map_or("the bucket is missing here".to_string(), |b| format!("first differing bucket {b}"))))} />
+            </div>
+        },
+        Err(e) => html! { <p class="muted" id={id}>{ format!("No timeline: {e}") }</p> },
+    };
+    html! {
+        <section class="divergence" id="divergence" aria-label="Where the plans first differ">
+            <h2>{ format!("Where group {} first differs{}", d.group,
+                d.member.map(|m| format!(" (member {m} of the bucket)")).unwrap_or_default()) }</h2>
+            { chart(&charts.0, "rank-chart-reference", &d.bucket_ids.0) }
+            { chart(&charts.1, "rank-chart-other", &d.bucket_ids.1) }
+        </section>
     }
 }
 
@@ -551,6 +744,35 @@ mod tests {
         assert_eq!(blamed.len(), 1);
         assert_eq!(blamed[0].0, PyValue::Int(1));
         assert_eq!(blamed[0].2, Field::GroupDigests);
+    }
+
+    /// Two ranks given as dumps whose plans differ: the divergence names a bucket of each,
+    /// and each rank's timeline holds it.
+    #[test]
+    fn a_divergence_of_graphs_is_found_in_both_timelines() {
+        let cases = validate_case("..").join("cases");
+        let read = |case: &str, file: &str| {
+            let bytes = std::fs::read(cases.join(case).join("dump.json")).unwrap();
+            read_rank(file, None, &bytes).unwrap()
+        };
+        let mut entries = vec![read("mlp_default", "rank_0.json"), read("mlp_fp16", "rank_1.json")];
+        assert_eq!(entries[1].rank, PyValue::Int(0), "the dump records rank 0");
+        settle_ranks(&mut entries);
+        assert_eq!(entries[1].rank, PyValue::Int(1), "both record rank 0: the names decide");
+        assert!(entries[1].notes[0].contains("records rank 0"));
+        let view = RanksView::new(entries, None);
+        assert_eq!(view.groups, vec!["fsdp".to_string()]);
+        let d = view.divergence().expect("the plans differ in a bucket");
+        assert_eq!(d.entries, (0, 1));
+        for (i, id) in [(0, &d.bucket_ids.0), (1, &d.bucket_ids.1)] {
+            let chart = rank_chart(&view.entries[i], id.as_deref()).unwrap();
+            let b = chart.bucket.expect("the bucket is drawn");
+            assert_eq!(Some(&*chart.timeline.buckets[b].id), id.as_deref());
+        }
+        // Reports have no graph to draw; the view says so instead.
+        let report = validate_case("disagree_buckets").join("rank_0.json");
+        let entry = read_rank("rank_0.json", None, &std::fs::read(report).unwrap()).unwrap();
+        assert!(rank_chart(&entry, None).is_err());
     }
 
     #[test]
