@@ -230,3 +230,25 @@ test('ranks: a manifest, a folder listing and picked files give validate\'s verd
   app.assertNoErrors();
   picker.assertNoErrors();
 });
+
+test('ranks: dumps of two ranks whose plans differ show the first differing bucket in both timelines', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const [a, b] = [join(CASES, 'mlp_default', 'dump.json'), join(CASES, 'mlp_fp16', 'dump.json')];
+  const verdict = JSON.parse(spawnSync(cli(), ['validate', '--json', '--group', 'fsdp', '--rank', `0=${a}`, '--rank', `1=${b}`]).stdout.toString());
+  const ids = verdict.first_difference.bucket_ids;
+  const app = await openApp(t, { path: '?view=ranks', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#ranks-files');
+  // Both dumps record rank 0 (one was copied for the other): the file names number them.
+  await app.page.setInputFiles('#ranks-files', [
+    { name: 'rank_0.json', mimeType: 'application/json', buffer: readFileSync(a) },
+    { name: 'rank_1.json', mimeType: 'application/json', buffer: readFileSync(b) },
+  ]);
+  await app.waitForRendered('#divergence svg');
+  assert.match(await app.text('#rank-verdicts .verdict.failed pre.explain'), /member 0: dtype is "torch.float16" in rank 1, "torch.float32" in rank 0/);
+  for (const [scope, id] of [['#rank-chart-reference', ids.reference], ['#rank-chart-other', ids.report]]) {
+    const g = app.page.locator(`${scope} svg [data-bucket="${id}"] rect`).first();
+    assert.equal(await g.evaluate((el) => getComputedStyle(el).strokeWidth), '3px', `${scope} outlines ${id}`);
+  }
+  assert.equal(await app.page.locator('#ranks-table tr[data-rank="1"] td.blamed').count(), 1);
+  await app.screenshot('views-ranks-divergence');
+  app.assertNoErrors();
+});

@@ -33,9 +33,11 @@ impl AuditView {
     pub fn new(
         before: (&str, &[u8]),
         after: (&str, &[u8]),
+        graph: Option<usize>,
     ) -> Result<AuditView, String> {
         let read = |(label, bytes): (&str, &[u8])| {
-            commlens::input::read_graph(bytes, None).map_err(|e| format!("{label}: {e}"))
+            commlens::input::read_graph(bytes, super::choice(bytes, graph))
+                .map_err(|e| super::input_error(label, e))
         };
         let before_graph: Graph = read(before)?;
         let after_graph: Graph = read(after)?;
@@ -75,6 +77,7 @@ fn run(
     before: Input,
     after: Input,
     limit_mb: Option<u64>,
+    graph: Option<usize>,
     linkable: bool,
 ) {
     wasm_bindgen_futures::spawn_local(async move {
@@ -90,7 +93,7 @@ fn run(
         };
         dispatch.dispatch(ViewsAction::Busy("auditing…".into()));
         browser::yield_now().await;
-        match AuditView::new((&before.0, &before.2), (&after.0, &after.2)) {
+        match AuditView::new((&before.0, &before.2), (&after.0, &after.2), graph) {
             Ok(a) => dispatch.dispatch(ViewsAction::Audited(Shared::new(a), linkable)),
             Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
         }
@@ -105,6 +108,7 @@ pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUr
             Input::Source(before),
             Input::Source(after),
             url.main.limit_mb,
+            url.graph,
             true,
         );
     }
@@ -274,7 +278,7 @@ fn audit_picker(props: &AuditPickerProps) -> Html {
         let dispatch = props.dispatch.clone();
         Callback::from(move |_: MouseEvent| {
             if let (Some(b), Some(a)) = ((*before).clone(), (*after).clone()) {
-                run(dispatch.clone(), Input::File(b), Input::File(a), None, false);
+                run(dispatch.clone(), Input::File(b), Input::File(a), None, None, false);
             }
         })
     };
@@ -298,7 +302,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/identity/cases");
         let before = std::fs::read(dir.join("audit_lost.before.json")).unwrap();
         let after = std::fs::read(dir.join("audit_lost.after.json")).unwrap();
-        let view = AuditView::new(("b.json", &before), ("a.json", &after)).unwrap();
+        let view = AuditView::new(("b.json", &before), ("a.json", &after), None).unwrap();
         let direct = AuditReport::from_dumps(&before, &after).unwrap();
         assert_eq!(view.report.to_json(), direct.to_json());
         let total: usize = view.status_counts().iter().map(|(_, n)| n).sum();
@@ -307,7 +311,7 @@ mod tests {
             .status_counts()
             .iter()
             .any(|(s, n)| *s == AuditStatus::Lost && *n > 0));
-        let e = AuditView::new(("b.json", b"{"), ("a.json", &after)).err().unwrap();
+        let e = AuditView::new(("b.json", b"{"), ("a.json", &after), None).err().unwrap();
         assert!(e.starts_with("b.json: "), "{e}");
     }
 }

@@ -223,6 +223,7 @@ pub fn read_one(
     source: Option<SourceRef>,
     bytes: &[u8],
     settings: &Settings,
+    graph: Option<usize>,
     now: impl Fn() -> f64,
 ) -> Result<SideInput, String> {
     if is_plan_document(bytes) {
@@ -233,7 +234,7 @@ pub fn read_one(
             side,
         });
     }
-    let loaded = Rc::new(load_graph(label, source, bytes)?);
+    let loaded = Rc::new(load_graph(label, source, bytes, graph)?);
     plan_side(loaded, settings, now)
 }
 
@@ -271,6 +272,7 @@ struct Request {
     before_settings: Settings,
     after_settings: Settings,
     limit_mb: Option<u64>,
+    graph: Option<usize>,
     linkable: bool,
 }
 
@@ -295,10 +297,10 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
         dispatch.dispatch(ViewsAction::Busy("planning and comparing…".into()));
         browser::yield_now().await;
         let result = (|| {
-            let after_side = read_one(&after.0, after.1, &after.2, &req.after_settings, now)?;
+            let after_side = read_one(&after.0, after.1, &after.2, &req.after_settings, req.graph, now)?;
             let before_side = match before {
                 Some((label, source, bytes)) => {
-                    read_one(&label, source, &bytes, &req.before_settings, now)?
+                    read_one(&label, source, &bytes, &req.before_settings, req.graph, now)?
                 }
                 // One dump under two settings: read once, planned twice.
                 None => match &after_side.graph {
@@ -337,6 +339,7 @@ pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUr
             after: Input::Source(after),
             after_settings,
             limit_mb: url.main.limit_mb,
+            graph: url.graph,
             linkable: true,
         },
     );
@@ -678,6 +681,7 @@ fn compare_picker(props: &ComparePickerProps) -> Html {
                         before_settings: settings.clone(),
                         after_settings: settings.clone(),
                         limit_mb: None,
+                        graph: None,
                         linkable: false,
                     },
                 );
@@ -717,7 +721,7 @@ mod tests {
     fn rows_are_the_diffs_changes_at_their_timeline_places() {
         let cases = shared().join("conformance/cases");
         let dump = read(&cases.join("llama2_capacity/dump.json"));
-        let loaded = Rc::new(load_graph("dump.json", None, &dump).unwrap());
+        let loaded = Rc::new(load_graph("dump.json", None, &dump, None).unwrap());
         let after = plan_side(loaded.clone(), &Settings::default(), || 0.0).unwrap();
         let tight = Settings {
             cap_bytes: Some(1),
@@ -751,14 +755,14 @@ mod tests {
         }
         // A report is a side without a graph.
         let report = read(&cases.join("llama2_capacity/plan.json"));
-        let as_report = read_one("plan.json", None, &report, &Settings::default(), || 0.0).unwrap();
+        let as_report = read_one("plan.json", None, &report, &Settings::default(), None, || 0.0).unwrap();
         assert!(as_report.graph.is_none());
         assert_eq!(as_report.side, read_side(&report, None).unwrap());
     }
 
     #[test]
     fn bad_sides_are_named() {
-        let e = read_one("x.json", None, b"{\"nodes\": 3}", &Settings::default(), || 0.0)
+        let e = read_one("x.json", None, b"{\"nodes\": 3}", &Settings::default(), None, || 0.0)
             .err()
             .unwrap();
         assert!(e.starts_with("x.json: "), "{e}");
@@ -767,6 +771,7 @@ mod tests {
             None,
             b"{\"buckets\": 7}",
             &Settings::default(),
+            None,
             || 0.0,
         )
         .err()

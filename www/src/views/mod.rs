@@ -71,6 +71,8 @@ pub struct ViewsUrl {
     pub group: Option<String>,
     /// `row=`: the compared collective selected in the changes table, `kind:param:state_idx`.
     pub row: Option<String>,
+    /// `graph=K`: the post-grad graph of every trace log opened (0-based, in log order).
+    pub graph: Option<usize>,
 }
 
 fn source_of(value: &str) -> SourceRef {
@@ -108,6 +110,7 @@ impl ViewsUrl {
                 "ranks" if !value.is_empty() => url.ranks.push(source_of(&value)),
                 "group" if !value.is_empty() => url.group = Some(value),
                 "row" if !value.is_empty() => url.row = Some(value),
+                "graph" => {}
                 k if BASE_SETTING_KEYS.contains(&k) => {
                     has_base_settings = true;
                     base_query.append_pair(&k[1..], &value);
@@ -116,6 +119,15 @@ impl ViewsUrl {
             }
         }
         main.other = other;
+        // Read from the whole query: the single-plan app may know `graph` too.
+        for (key, value) in form_urlencoded::parse(query.trim_start_matches('?').as_bytes()) {
+            if key == "graph" {
+                match value.parse::<usize>() {
+                    Ok(k) => url.graph = Some(k),
+                    Err(_) => problems.push(format!("graph={value}: not a graph number (0, 1, ...)")),
+                }
+            }
+        }
         if has_base_settings {
             let (base, base_problems) = UrlState::parse(&base_query.finish());
             url.base_settings = Some(base.settings);
@@ -140,7 +152,12 @@ impl ViewsUrl {
 
     /// The query string (without `?`): the single-plan parameters, then the view's.
     pub fn to_query(&self) -> String {
-        let mut q = form_urlencoded::Serializer::new(self.main.to_query());
+        let main = self.main.to_query();
+        let main_has_graph = form_urlencoded::parse(main.as_bytes()).any(|(k, _)| k == "graph");
+        let mut q = form_urlencoded::Serializer::new(main);
+        if let (Some(k), false) = (self.graph, main_has_graph) {
+            q.append_pair("graph", &k.to_string());
+        }
         if let Some(m) = self.view {
             q.append_pair("view", m.key());
         }
@@ -177,11 +194,34 @@ pub fn wanted() -> bool {
     ViewsUrl::parse(&browser::query_string()).0.mode().is_some()
 }
 
+/// The graph to read from `bytes`: `graph` for a trace log, none for a dump (which holds one).
+pub fn choice(bytes: &[u8], graph: Option<usize>) -> Option<usize> {
+    use commlens::input::{detect, Format};
+    graph.filter(|_| matches!(detect(bytes), Ok((Format::TraceLog, _))))
+}
+
+/// An input error for people: a log holding several graphs says how a link chooses one.
+pub fn input_error(label: &str, e: commlens::InputError) -> String {
+    let hint = matches!(
+        e,
+        commlens::InputError::TraceLog(commlens::tracelog::TraceLogError::ChooseGraph { .. })
+    );
+    format!(
+        "{label}: {e}{}",
+        if hint { "\n(in a link: graph=K)" } else { "" }
+    )
+}
+
 /// A graph read, classified and prepared for planning, from any input the core's `input`
-/// door takes (a dump or a trace log, plain or gzip).
-pub fn load_graph(label: &str, source: Option<SourceRef>, bytes: &[u8]) -> Result<Loaded, String> {
-    let planner = commlens::input::read_prepared::<Rc<Graph>>(bytes, None)
-        .map_err(|e| format!("{label}: {e}"))?;
+/// door takes (a dump or a trace log, plain or gzip; `graph` picks a log's graph).
+pub fn load_graph(
+    label: &str,
+    source: Option<SourceRef>,
+    bytes: &[u8],
+    graph: Option<usize>,
+) -> Result<Loaded, String> {
+    let planner = commlens::input::read_prepared::<Rc<Graph>>(bytes, choice(bytes, graph))
+        .map_err(|e| input_error(label, e))?;
     let graph = planner.graph_holder().clone();
     let collectives = Collectives::classify(&graph);
     let base = model::base_overview(&collectives);
@@ -491,6 +531,9 @@ mod tests {
         assert_eq!(base.plans, PlansMode::Nothing);
         assert_eq!(url.main.settings.cap_bytes, Some(5000));
         assert_eq!(url.row.as_deref(), Some("all_gather:w:0"));
+        let (url, _) = ViewsUrl::parse(&format!("{q}&graph=3"));
+        assert_eq!(url.graph, Some(3));
+        assert_eq!(url.to_query().matches("graph=3").count(), 1);
         let (back, _) = ViewsUrl::parse(&url.to_query());
         assert_eq!(back, url);
     }

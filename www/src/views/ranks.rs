@@ -104,6 +104,8 @@ pub enum VerdictError {
 
 pub struct RanksView {
     pub entries: Vec<RankEntry>,
+    /// The graph read from each trace log (`graph=`).
+    pub graph: Option<usize>,
     pub groups: Vec<String>,
     pub verdicts: Vec<GroupVerdict>,
 }
@@ -151,9 +153,14 @@ fn inflate(bytes: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// Reads one rank's file: a graph (planned with its own arguments) or a report.
-pub fn read_rank(file: &str, rank: Option<PyValue>, bytes: &[u8]) -> Result<RankEntry, String> {
+pub fn read_rank(
+    file: &str,
+    rank: Option<PyValue>,
+    bytes: &[u8],
+    graph: Option<usize>,
+) -> Result<RankEntry, String> {
     let (kind, report, notes, log_rank) = if commlens::input::holds_graph(bytes) {
-        let (graph, plan) = commlens::read_and_plan(bytes, None, None)
+        let (graph, plan) = commlens::read_and_plan(bytes, super::choice(bytes, graph), None)
             .map_err(|e| format!("{file}: {e}"))?;
         let log_rank = graph
             .dump
@@ -261,6 +268,7 @@ impl RanksView {
             .collect();
         RanksView {
             entries,
+            graph: None,
             groups,
             verdicts,
         }
@@ -412,6 +420,7 @@ fn run(
     inputs: Vec<(Option<PyValue>, Input)>,
     group: Option<String>,
     limit_mb: Option<u64>,
+    graph: Option<usize>,
     linkable: bool,
     sort: bool,
 ) {
@@ -425,7 +434,7 @@ fn run(
                 Err(e) => return dispatch.dispatch(ViewsAction::Failed(e)),
             };
             browser::yield_now().await;
-            match read_rank(&label, rank, &bytes) {
+            match read_rank(&label, rank, &bytes, graph) {
                 Ok(e) => entries.push(e),
                 Err(e) => return dispatch.dispatch(ViewsAction::Failed(e)),
             }
@@ -440,7 +449,10 @@ fn run(
         if sort {
             by_rank(&mut entries);
         }
-        let view = RanksView::new(entries, group);
+        let view = RanksView {
+            graph,
+            ..RanksView::new(entries, group)
+        };
         dispatch.dispatch(ViewsAction::Ranked(Shared::new(view), linkable));
     });
 }
@@ -450,13 +462,18 @@ pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUr
     if url.ranks.is_empty() {
         return;
     }
-    let (sources, group, limit) = (url.ranks.clone(), url.group.clone(), url.main.limit_mb);
+    let (sources, group, limit, graph) = (
+        url.ranks.clone(),
+        url.group.clone(),
+        url.main.limit_mb,
+        url.graph,
+    );
     wasm_bindgen_futures::spawn_local(async move {
         dispatch.dispatch(ViewsAction::Busy("reading the rank list…".into()));
         match expand_link(&sources, limit).await {
             Ok((inputs, listed_group)) => {
                 let sort = sources.len() == 1 && inputs.iter().all(|(rank, _)| rank.is_none());
-                run(dispatch, inputs, group.or(listed_group), limit, true, sort)
+                run(dispatch, inputs, group.or(listed_group), limit, graph, true, sort)
             }
             Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
         }
@@ -465,7 +482,12 @@ pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUr
 
 /// Files picked or dropped: a manifest among them gives the ranks and group of the files it
 /// names; the others are ranks by their names.
-fn start_from_files(dispatch: UseReducerDispatcher<ViewsState>, files: Vec<web_sys::File>, group: Option<String>) {
+fn start_from_files(
+    dispatch: UseReducerDispatcher<ViewsState>,
+    files: Vec<web_sys::File>,
+    group: Option<String>,
+    graph: Option<usize>,
+) {
     wasm_bindgen_futures::spawn_local(async move {
         let mut manifest: Option<(Vec<(Option<PyValue>, String)>, Option<String>)> = None;
         let mut ranks = Vec::new();
@@ -514,7 +536,7 @@ fn start_from_files(dispatch: UseReducerDispatcher<ViewsState>, files: Vec<web_s
                 (chosen.into_iter().map(|f| (None, Input::File(f))).collect(), None)
             }
         };
-        run(dispatch, inputs, group.or(listed_group), None, false, sort);
+        run(dispatch, inputs, group.or(listed_group), None, graph, false, sort);
     });
 }
 
@@ -522,8 +544,10 @@ fn start_from_files(dispatch: UseReducerDispatcher<ViewsState>, files: Vec<web_s
 pub fn page(state: &ViewsState, dispatch: &UseReducerDispatcher<ViewsState>) -> Html {
     let on_files = {
         let d = dispatch.clone();
-        let group = state.url.group.clone();
-        Callback::from(move |files: Vec<web_sys::File>| start_from_files(d.clone(), files, group.clone()))
+        let (group, graph) = (state.url.group.clone(), state.url.graph);
+        Callback::from(move |files: Vec<web_sys::File>| {
+            start_from_files(d.clone(), files, group.clone(), graph)
+        })
     };
     html! {
         <>
@@ -618,9 +642,13 @@ struct RankChart {
     bucket: Option<usize>,
 }
 
-fn rank_chart(entry: &RankEntry, bucket_id: Option<&str>) -> Result<RankChart, String> {
+fn rank_chart(
+    entry: &RankEntry,
+    bucket_id: Option<&str>,
+    graph: Option<usize>,
+) -> Result<RankChart, String> {
     let bytes = entry.graph.as_ref().ok_or("a plan report: no graph positions to draw")?;
-    let loaded = super::load_graph(&entry.file, None, bytes)?;
+    let loaded = super::load_graph(&entry.file, None, bytes, graph)?;
     let planned = crate::model::plan(&loaded, &crate::model::Settings::default(), || 0.0);
     if let Some(e) = planned.error {
         return Err(e);
@@ -649,7 +677,7 @@ fn divergence_charts(props: &DivergenceProps) -> Html {
                 .entries
                 .get(i)
                 .ok_or_else(|| "no such rank".to_string())
-                .and_then(|e| rank_chart(e, id.as_deref()))
+                .and_then(|e| rank_chart(e, id.as_deref(), ranks.graph))
         };
         (side(d.entries.0, &d.bucket_ids.0), side(d.entries.1, &d.bucket_ids.1))
     });
@@ -715,7 +743,7 @@ mod tests {
             .into_iter()
             .map(|(rank, path)| {
                 let bytes = std::fs::read(dir.join(&path)).unwrap();
-                read_rank(&path, rank, &bytes).unwrap()
+                read_rank(&path, rank, &bytes, None).unwrap()
             })
             .collect();
         RanksView::new(entries, group)
@@ -753,7 +781,7 @@ mod tests {
         let cases = validate_case("..").join("cases");
         let read = |case: &str, file: &str| {
             let bytes = std::fs::read(cases.join(case).join("dump.json")).unwrap();
-            read_rank(file, None, &bytes).unwrap()
+            read_rank(file, None, &bytes, None).unwrap()
         };
         let mut entries = vec![read("mlp_default", "rank_0.json"), read("mlp_fp16", "rank_1.json")];
         assert_eq!(entries[1].rank, PyValue::Int(0), "the dump records rank 0");
@@ -765,14 +793,14 @@ mod tests {
         let d = view.divergence().expect("the plans differ in a bucket");
         assert_eq!(d.entries, (0, 1));
         for (i, id) in [(0, &d.bucket_ids.0), (1, &d.bucket_ids.1)] {
-            let chart = rank_chart(&view.entries[i], id.as_deref()).unwrap();
+            let chart = rank_chart(&view.entries[i], id.as_deref(), None).unwrap();
             let b = chart.bucket.expect("the bucket is drawn");
             assert_eq!(Some(&*chart.timeline.buckets[b].id), id.as_deref());
         }
         // Reports have no graph to draw; the view says so instead.
         let report = validate_case("disagree_buckets").join("rank_0.json");
-        let entry = read_rank("rank_0.json", None, &std::fs::read(report).unwrap()).unwrap();
-        assert!(rank_chart(&entry, None).is_err());
+        let entry = read_rank("rank_0.json", None, &std::fs::read(report).unwrap(), None).unwrap();
+        assert!(rank_chart(&entry, None, None).is_err());
     }
 
     #[test]
