@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApp, REPO, SHARED, CASES, WORK, cli, readDump } from './harness.mjs';
+import { openApp, REPO, SHARED, CASES, WORK, cli, readDump, synthDump } from './harness.mjs';
 
 const VALIDATE = join(SHARED, 'conformance', 'validate');
 const IDENTITY = join(REPO, 'tests', 'fixtures', 'identity', 'cases');
@@ -251,4 +251,35 @@ test('ranks: dumps of two ranks whose plans differ show the first differing buck
   assert.equal(await app.page.locator('#ranks-table tr[data-rank="1"] td.blamed').count(), 1);
   await app.screenshot('views-ranks-divergence');
   app.assertNoErrors();
+});
+
+test('100k nodes: the compare view paints within the single plan\'s time plus half; the diff takes under 200 ms', async (t) => {
+  const file = synthDump(100000).slice(REPO.length + 1);
+  const perf = async (app, what) => {
+    await app.page.waitForFunction((w) => document.querySelector('#perf')?.getAttribute(`data-${w}-ms`), what, { timeout: 120_000 });
+    return Number(await app.page.locator('#perf').getAttribute(`data-${what}-ms`));
+  };
+  const open = async (path) => {
+    const app = await openApp(t, { path: '?view=compare', viewport: { width: 1400, height: 1000 } });
+    await serveFiles(app);
+    await app.page.goto(new URL(path, app.page.url()).href);
+    return app;
+  };
+  // Both from a link (fetch, read, plan, draw), in the same browser setup.
+  const single = await open(`?src=files/repo/${file}`);
+  const one = await perf(single, 'load');
+  const settings = await open(`?src=files/repo/${file}&bcap=50000`);
+  const twoSettings = await perf(settings, 'compare');
+  const dumps = await open(`?src=files/repo/${file}&base=files/repo/${file}&bcap=50000`);
+  const twoDumps = await perf(dumps, 'compare');
+  const diffMs = Number((await settings.text('.diff-ms')).match(/([\d.]+) ms/)[1]);
+  const changed = await settings.text('#changes h2');
+  console.log(`# compare 100k: one plan ${one.toFixed(0)} ms; one dump under two settings ${twoSettings.toFixed(0)} ms (×${(twoSettings / one).toFixed(2)}); two dumps ${twoDumps.toFixed(0)} ms (×${(twoDumps / one).toFixed(2)}); diff ${diffMs} ms; ${changed}`);
+  assert.ok(Number(changed.match(/\((\d+)\)/)[1]) > 0, 'the caps differ, so do the plans');
+  if (process.env.COMMLENS_PERF_STRICT === '1') {
+    assert.ok(twoSettings < one * 1.5, `compare ${twoSettings} ms vs one plan ${one} ms`);
+    assert.ok(diffMs < 200, `diff ${diffMs} ms`);
+  }
+  await settings.screenshot('views-compare-100k');
+  for (const app of [single, settings, dumps]) app.assertNoErrors();
 });

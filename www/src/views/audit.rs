@@ -81,6 +81,7 @@ fn run(
     linkable: bool,
 ) {
     wasm_bindgen_futures::spawn_local(async move {
+        let started = browser::now_ms();
         dispatch.dispatch(ViewsAction::Busy("reading the graph before…".into()));
         let before = match read_input(&before, limit_mb).await {
             Ok(b) => b,
@@ -94,7 +95,7 @@ fn run(
         dispatch.dispatch(ViewsAction::Busy("auditing…".into()));
         browser::yield_now().await;
         match AuditView::new((&before.0, &before.2), (&after.0, &after.2), graph) {
-            Ok(a) => dispatch.dispatch(ViewsAction::Audited(Shared::new(a), linkable)),
+            Ok(a) => dispatch.dispatch(ViewsAction::Audited(Shared::new(a), linkable, started)),
             Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
         }
     });

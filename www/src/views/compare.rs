@@ -279,6 +279,7 @@ struct Request {
 fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
     wasm_bindgen_futures::spawn_local(async move {
         let now = browser::now_ms;
+        let started = now();
         dispatch.dispatch(ViewsAction::Busy("reading the plan after…".into()));
         let after = match read_input(&req.after, req.limit_mb).await {
             Ok(a) => a,
@@ -316,7 +317,11 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
             Ok(Comparison::new(before_side, after_side, now))
         })();
         match result {
-            Ok(c) => dispatch.dispatch(ViewsAction::Compared(Shared::new(c), req.linkable)),
+            Ok(c) => dispatch.dispatch(ViewsAction::Compared(
+                Shared::new(c),
+                req.linkable,
+                started,
+            )),
             Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
         }
     });

@@ -295,15 +295,19 @@ pub struct ViewsState {
     pub committed: Option<Viewport>,
     /// Whether the address bar reproduces what is shown (not after opening files).
     pub linkable: bool,
+    /// The last view shown: which (`compare`, `audit`, `ranks`), when its loading started, and
+    /// a counter the paint timing follows (`#perf`, as in the single-plan app).
+    pub timing: Option<(&'static str, f64, u64)>,
 }
 
 pub enum ViewsAction {
     Init(Box<ViewsUrl>, Vec<String>),
     Busy(String),
     Failed(String),
-    Compared(Shared<compare::Comparison>, bool),
-    Audited(Shared<audit::AuditView>, bool),
-    Ranked(Shared<ranks::RanksView>, bool),
+    /// A comparison, whether a link reproduces it, and when its loading started.
+    Compared(Shared<compare::Comparison>, bool, f64),
+    Audited(Shared<audit::AuditView>, bool, f64),
+    Ranked(Shared<ranks::RanksView>, bool, f64),
     View {
         viewport: Option<Viewport>,
         commit: bool,
@@ -339,7 +343,8 @@ impl Reducible for ViewsState {
                 s.busy = None;
                 s.error = Some(e);
             }
-            ViewsAction::Compared(c, linkable) => {
+            ViewsAction::Compared(c, linkable, started) => {
+                s.timed("compare", started);
                 s.busy = None;
                 s.error = None;
                 s.linkable = linkable;
@@ -359,13 +364,15 @@ impl Reducible for ViewsState {
                 }
                 s.compare = Some(c);
             }
-            ViewsAction::Audited(a, linkable) => {
+            ViewsAction::Audited(a, linkable, started) => {
+                s.timed("audit", started);
                 s.busy = None;
                 s.error = None;
                 s.linkable = linkable;
                 s.audit = Some(a);
             }
-            ViewsAction::Ranked(r, linkable) => {
+            ViewsAction::Ranked(r, linkable, started) => {
+                s.timed("ranks", started);
                 s.busy = None;
                 s.error = None;
                 s.linkable = linkable;
@@ -392,6 +399,11 @@ impl Reducible for ViewsState {
 }
 
 impl ViewsState {
+    fn timed(&mut self, what: &'static str, started: f64) {
+        let seq = self.timing.map_or(0, |t| t.2) + 1;
+        self.timing = Some((what, started, seq));
+    }
+
     /// The link that reproduces what is shown.
     pub fn query(&self) -> String {
         let mut url = self.url.clone();
@@ -426,6 +438,23 @@ pub fn views() -> Html {
             browser::replace_query(q);
         }
     });
+    // Paint timing: from the start of loading to the frame after the view is shown.
+    let perf = use_node_ref();
+    {
+        let perf = perf.clone();
+        use_effect_with(state.timing, move |t| {
+            if let Some((what, started, seq)) = *t {
+                browser::next_frame(move || {
+                    let ms = browser::now_ms() - started;
+                    if let Some(el) = perf.cast::<web_sys::Element>() {
+                        let _ = el.set_attribute(&format!("data-{what}-ms"), &format!("{ms:.1}"));
+                        let _ = el.set_attribute("data-seq", &seq.to_string());
+                        el.set_text_content(Some(&format!("{what} → painted in {ms:.0} ms")));
+                    }
+                });
+            }
+        });
+    }
     let on_dismiss_error = use_callback(dispatch.clone(), |(), d| {
         d.dispatch(ViewsAction::DismissError)
     });
@@ -464,6 +493,7 @@ pub fn views() -> Html {
                 notice={state.notice.clone().map(AttrValue::from)} showing={showing}
                 on_dismiss_error={on_dismiss_error} on_dismiss_notice={on_dismiss_notice} />
             <main class="review" id="main" tabindex="-1">{ body }</main>
+            <div ref={perf} class="perf" id="perf" aria-hidden="true"></div>
         </div>
     }
 }

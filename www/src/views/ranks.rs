@@ -80,6 +80,10 @@ pub fn settle_ranks(entries: &mut [RankEntry]) {
     }
     for e in entries.iter_mut() {
         if let (Some(n), RankFrom::Recorded) = (e.name_rank, e.rank_from) {
+            if e.rank == PyValue::Int(n) {
+                e.rank_from = RankFrom::Name;
+                continue;
+            }
             e.notes.push(format!(
                 "the file records rank {}, as another file does; its name's rank {n} is used",
                 show(&e.rank)
@@ -425,6 +429,7 @@ fn run(
     sort: bool,
 ) {
     wasm_bindgen_futures::spawn_local(async move {
+        let started = browser::now_ms();
         let mut entries = Vec::with_capacity(inputs.len());
         let total = inputs.len();
         for (i, (rank, input)) in inputs.into_iter().enumerate() {
@@ -453,7 +458,7 @@ fn run(
             graph,
             ..RanksView::new(entries, group)
         };
-        dispatch.dispatch(ViewsAction::Ranked(Shared::new(view), linkable));
+        dispatch.dispatch(ViewsAction::Ranked(Shared::new(view), linkable, started));
     });
 }
 
