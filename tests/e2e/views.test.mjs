@@ -15,6 +15,8 @@ const haveShared = existsSync(CASES);
 /** Serves files under `files/` of the app's URL from the local disk (`files/shared/...` from
  * the shared corpus, `files/repo/...` from the repository); folders get an HTML listing. */
 async function serveFiles(app) {
+  // The first page finishes loading first (a navigation would abort its wasm request).
+  await app.waitForRendered('header');
   await app.page.route('**/files/**', (route) => {
     const path = decodeURIComponent(new URL(route.request().url()).pathname.replace(/^.*\/files\//, ''));
     const [root, ...rest] = path.split('/');
