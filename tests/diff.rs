@@ -437,12 +437,18 @@ fn plan_documents_are_told_from_graphs() {
             .or_else(|_| std::fs::read(dir.join("dump.json.gz")))
             .unwrap();
         assert!(!is_plan_document(&dump), "{name}: its dump is a graph");
-        assert!(is_plan_document(&common::read(&dir.join("plan.json"))), "{name}: its report");
+        assert!(
+            is_plan_document(&common::read(&dir.join("plan.json"))),
+            "{name}: its report"
+        );
     }
     assert!(is_plan_document(&common::read(
         &case("err_policy_cap_zero").join("plan.json")
     )));
-    assert!(!is_plan_document(b"garbage"), "undecided input goes the dump's way");
+    assert!(
+        !is_plan_document(b"garbage"),
+        "undecided input goes the dump's way"
+    );
 }
 
 #[test]

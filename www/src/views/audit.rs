@@ -144,11 +144,9 @@ fn audit_panels(props: &AuditPanelsProps) -> Html {
     let download = {
         let view = view.clone();
         Callback::from(move |_: MouseEvent| {
-            if let Err(e) = browser::download(
-                "audit.json",
-                "application/json",
-                &view.report.to_json(),
-            ) {
+            if let Err(e) =
+                browser::download("audit.json", "application/json", &view.report.to_json())
+            {
                 web_sys::console::error_1(&e.into());
             }
         })
@@ -279,7 +277,14 @@ fn audit_picker(props: &AuditPickerProps) -> Html {
         let dispatch = props.dispatch.clone();
         Callback::from(move |_: MouseEvent| {
             if let (Some(b), Some(a)) = ((*before).clone(), (*after).clone()) {
-                run(dispatch.clone(), Input::File(b), Input::File(a), None, None, false);
+                run(
+                    dispatch.clone(),
+                    Input::File(b),
+                    Input::File(a),
+                    None,
+                    None,
+                    false,
+                );
             }
         })
     };
@@ -300,7 +305,8 @@ mod tests {
 
     #[test]
     fn the_view_holds_the_cores_audit_and_counts_every_entry() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/identity/cases");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/identity/cases");
         let before = std::fs::read(dir.join("audit_lost.before.json")).unwrap();
         let after = std::fs::read(dir.join("audit_lost.after.json")).unwrap();
         let view = AuditView::new(("b.json", &before), ("a.json", &after), None).unwrap();
@@ -312,7 +318,9 @@ mod tests {
             .status_counts()
             .iter()
             .any(|(s, n)| *s == AuditStatus::Lost && *n > 0));
-        let e = AuditView::new(("b.json", b"{"), ("a.json", &after), None).err().unwrap();
+        let e = AuditView::new(("b.json", b"{"), ("a.json", &after), None)
+            .err()
+            .unwrap();
         assert!(e.starts_with("b.json: "), "{e}");
     }
 }

@@ -90,7 +90,9 @@ fn place(input: &SideInput, member: Option<usize>) -> Option<Place> {
         commlens::timeline::input::short_bucket_id(&text).to_string()
     });
     let timeline = input.graph.as_ref().map(|g| &g.planned.timeline);
-    let timeline_bucket = timeline.filter(|t| bucket < t.buckets.len()).map(|_| bucket);
+    let timeline_bucket = timeline
+        .filter(|t| bucket < t.buckets.len())
+        .map(|_| bucket);
     Some(Place {
         bucket: label.unwrap_or_else(|| format!("bucket #{bucket}")),
         timeline_bucket,
@@ -114,12 +116,7 @@ impl Comparison {
             .filter(|c| c.change != Change::Same)
             .filter_map(|c| {
                 let key = diff.key(c)?.clone();
-                let base = format!(
-                    "{}:{}:{}",
-                    key.kind.as_str(),
-                    key.param_name,
-                    key.state_idx
-                );
+                let base = format!("{}:{}:{}", key.kind.as_str(), key.param_name, key.state_idx);
                 let n = seen.entry(base.clone()).or_default();
                 *n += 1;
                 let id = if *n > 1 { format!("{base}#{n}") } else { base };
@@ -298,7 +295,14 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
         dispatch.dispatch(ViewsAction::Busy("planning and comparing…".into()));
         browser::yield_now().await;
         let result = (|| {
-            let after_side = read_one(&after.0, after.1, &after.2, &req.after_settings, req.graph, now)?;
+            let after_side = read_one(
+                &after.0,
+                after.1,
+                &after.2,
+                &req.after_settings,
+                req.graph,
+                now,
+            )?;
             let before_side = match before {
                 Some((label, source, bytes)) => {
                     read_one(&label, source, &bytes, &req.before_settings, req.graph, now)?
@@ -317,11 +321,9 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
             Ok(Comparison::new(before_side, after_side, now))
         })();
         match result {
-            Ok(c) => dispatch.dispatch(ViewsAction::Compared(
-                Shared::new(c),
-                req.linkable,
-                started,
-            )),
+            Ok(c) => {
+                dispatch.dispatch(ViewsAction::Compared(Shared::new(c), req.linkable, started))
+            }
             Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
         }
     });
@@ -450,9 +452,17 @@ pub fn page(state: &ViewsState, dispatch: &UseReducerDispatcher<ViewsState>) -> 
                 </section>
             };
         };
-        let place = selected.and_then(|r| if after { r.after.as_ref() } else { r.before.as_ref() });
+        let place = selected.and_then(|r| {
+            if after {
+                r.after.as_ref()
+            } else {
+                r.before.as_ref()
+            }
+        });
         let focus = place.and_then(|p| p.timeline_bucket);
-        let sel = focus.and_then(|b| g.planned.timeline.buckets.get(b)).map(|b| b.id.clone());
+        let sel = focus
+            .and_then(|b| g.planned.timeline.buckets.get(b))
+            .map(|b| b.id.clone());
         let css = if after {
             highlight_css(scope, &c.changed_after, &c.added)
         } else {
@@ -746,7 +756,9 @@ mod tests {
                 let t = &input.graph.as_ref().unwrap().planned.timeline;
                 let b = &t.buckets[p.timeline_bucket.unwrap()];
                 assert!(
-                    b.members.iter().any(|m| m.param_name.as_deref() == Some(&*r.key.param_name)),
+                    b.members
+                        .iter()
+                        .any(|m| m.param_name.as_deref() == Some(&*r.key.param_name)),
                     "{}: {} does not hold it",
                     r.id,
                     b.id
@@ -755,21 +767,40 @@ mod tests {
             let vp = c.reveal(&r.id, None).unwrap();
             for p in [&r.before, &r.after].into_iter().flatten() {
                 let (from, to) = p.range.unwrap();
-                assert!(vp.x0 <= from && to <= vp.x1, "{}: {vp:?} misses {from}..{to}", r.id);
+                assert!(
+                    vp.x0 <= from && to <= vp.x1,
+                    "{}: {vp:?} misses {from}..{to}",
+                    r.id
+                );
             }
         }
         // A report is a side without a graph.
         let report = read(&cases.join("llama2_capacity/plan.json"));
-        let as_report = read_one("plan.json", None, &report, &Settings::default(), None, || 0.0).unwrap();
+        let as_report = read_one(
+            "plan.json",
+            None,
+            &report,
+            &Settings::default(),
+            None,
+            || 0.0,
+        )
+        .unwrap();
         assert!(as_report.graph.is_none());
         assert_eq!(as_report.side, read_side(&report, None).unwrap());
     }
 
     #[test]
     fn bad_sides_are_named() {
-        let e = read_one("x.json", None, b"{\"nodes\": 3}", &Settings::default(), None, || 0.0)
-            .err()
-            .unwrap();
+        let e = read_one(
+            "x.json",
+            None,
+            b"{\"nodes\": 3}",
+            &Settings::default(),
+            None,
+            || 0.0,
+        )
+        .err()
+        .unwrap();
         assert!(e.starts_with("x.json: "), "{e}");
         let e = read_one(
             "r.json",

@@ -101,9 +101,9 @@ impl ViewsUrl {
             match key.as_str() {
                 "view" => match Mode::from_key(&value) {
                     Some(m) => url.view = Some(m),
-                    None => problems.push(format!(
-                        "view={value}: expected compare, audit or ranks"
-                    )),
+                    None => {
+                        problems.push(format!("view={value}: expected compare, audit or ranks"))
+                    }
                 },
                 "base" if !value.is_empty() => url.base = Some(source_of(&value)),
                 "before" if !value.is_empty() => url.before = Some(source_of(&value)),
@@ -124,7 +124,9 @@ impl ViewsUrl {
             if key == "graph" {
                 match value.parse::<usize>() {
                     Ok(k) => url.graph = Some(k),
-                    Err(_) => problems.push(format!("graph={value}: not a graph number (0, 1, ...)")),
+                    Err(_) => {
+                        problems.push(format!("graph={value}: not a graph number (0, 1, ...)"))
+                    }
                 }
             }
         }
@@ -139,15 +141,16 @@ impl ViewsUrl {
 
     /// The view this link opens, or `None` for the single-plan app.
     pub fn mode(&self) -> Option<Mode> {
-        self.view.or(if self.base.is_some() || self.base_settings.is_some() {
-            Some(Mode::Compare)
-        } else if self.before.is_some() {
-            Some(Mode::Audit)
-        } else if !self.ranks.is_empty() {
-            Some(Mode::Ranks)
-        } else {
-            None
-        })
+        self.view
+            .or(if self.base.is_some() || self.base_settings.is_some() {
+                Some(Mode::Compare)
+            } else if self.before.is_some() {
+                Some(Mode::Audit)
+            } else if !self.ranks.is_empty() {
+                Some(Mode::Ranks)
+            } else {
+                None
+            })
     }
 
     /// The query string (without `?`): the single-plan parameters, then the view's.
@@ -237,7 +240,10 @@ pub fn load_graph(
 }
 
 /// The bytes at a link's source, with a label for messages.
-async fn fetch_source(source: &SourceRef, limit_mb: Option<u64>) -> Result<(String, Vec<u8>), String> {
+async fn fetch_source(
+    source: &SourceRef,
+    limit_mb: Option<u64>,
+) -> Result<(String, Vec<u8>), String> {
     let url = match source {
         SourceRef::Url(u) => browser::absolute(u),
         SourceRef::Example(k) => example_path(k)?.to_string(),
@@ -534,7 +540,7 @@ pub fn file_pick(props: &FilePickProps) -> Html {
         html! { <input id={props.id.clone()} type="file" webkitdirectory={true} multiple={true} {onchange} /> }
     } else {
         html! { <input id={props.id.clone()} type="file" multiple={props.multiple}
-            accept=".json,.gz,.log,.txt,application/json,application/gzip" {onchange} /> }
+        accept=".json,.gz,.log,.txt,application/json,application/gzip" {onchange} /> }
     };
     html! {
         <label class="file-pick">
@@ -574,7 +580,10 @@ mod tests {
         assert_eq!(url.mode(), Some(Mode::Compare));
         assert_eq!(url.base, None);
         let (url, problems) = ViewsUrl::parse("example=llama&bcap=0");
-        assert!(problems.iter().any(|p| p.starts_with("bcap=0")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.starts_with("bcap=0")),
+            "{problems:?}"
+        );
         assert_eq!(url.base_settings.unwrap().cap_bytes, None);
     }
 

@@ -197,7 +197,12 @@ pub fn read_rank(
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
-                .map(|(g, d)| (g.clone(), d.as_str().map_or_else(|| d.to_string(), str::to_string)))
+                .map(|(g, d)| {
+                    (
+                        g.clone(),
+                        d.as_str().map_or_else(|| d.to_string(), str::to_string),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -237,7 +242,12 @@ impl RanksView {
                 for e in &entries {
                     if let Ok(v) = serde_json::from_slice::<Value>(&e.report) {
                         for key in ["group_ranks", "group_digests"] {
-                            for g in v.get(key).and_then(Value::as_object).into_iter().flat_map(|m| m.keys()) {
+                            for g in v
+                                .get(key)
+                                .and_then(Value::as_object)
+                                .into_iter()
+                                .flat_map(|m| m.keys())
+                            {
                                 if !groups.contains(g) {
                                     groups.push(g.clone());
                                 }
@@ -258,8 +268,10 @@ impl RanksView {
         let verdicts = groups
             .iter()
             .map(|group| {
-                let load = |i: usize| RankReport::from_json(&entries[i].report, group)
-                    .map_err(|e| format!("{}: not valid JSON: {e}", entries[i].file));
+                let load = |i: usize| {
+                    RankReport::from_json(&entries[i].report, group)
+                        .map_err(|e| format!("{}: not valid JSON: {e}", entries[i].file))
+                };
                 GroupVerdict {
                     group: group.clone(),
                     result: match validate_reports(group, &refs, load) {
@@ -348,12 +360,17 @@ async fn expand_link(
 ) -> Result<(Vec<(Option<PyValue>, Input)>, Option<String>), String> {
     if sources.len() > 1 {
         return Ok((
-            sources.iter().map(|s| (None, Input::Source(s.clone()))).collect(),
+            sources
+                .iter()
+                .map(|s| (None, Input::Source(s.clone())))
+                .collect(),
             None,
         ));
     }
     let Some(SourceRef::Url(url)) = sources.first() else {
-        return Err("ranks= names one example: give several rank files, a manifest or a folder".into());
+        return Err(
+            "ranks= names one example: give several rank files, a manifest or a folder".into(),
+        );
     };
     let base = browser::absolute(url);
     let bytes = browser::fetch_bytes(&base, crate::limits::bytes(limit_mb), |_, _| {}).await?;
@@ -362,7 +379,7 @@ async fn expand_link(
             .map(|u| u.href())
             .unwrap_or_else(|_| path.to_string())
     };
-    let (files, group) = listing(&bytes).map_err(|e| format!("{url}: {e}"))?;
+    let Listing { files, group } = listing(&bytes).map_err(|e| format!("{url}: {e}"))?;
     Ok((
         files
             .into_iter()
@@ -372,12 +389,23 @@ async fn expand_link(
     ))
 }
 
+/// What a manifest or folder listing names: each file (a manifest's with its rank), and a
+/// manifest's group.
+#[derive(Debug)]
+pub struct Listing {
+    pub files: Vec<(Option<PyValue>, String)>,
+    pub group: Option<String>,
+}
+
 /// The files a manifest (`{"group": G, "plans": [[rank, path], ...]}`, `commlens validate`'s)
 /// or a folder listing (an HTML index: its links to `.json`, `.gz` and `.log` files) names,
 /// with the manifest's ranks and group.
-pub fn listing(bytes: &[u8]) -> Result<(Vec<(Option<PyValue>, String)>, Option<String>), String> {
+pub fn listing(bytes: &[u8]) -> Result<Listing, String> {
     if let Ok(manifest) = serde_json::from_slice::<Value>(bytes) {
-        let group = manifest.get("group").and_then(Value::as_str).map(str::to_string);
+        let group = manifest
+            .get("group")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let plans = manifest.get("plans").and_then(Value::as_array).ok_or(
             "a JSON file, but not a manifest ({\"group\": G, \"plans\": [[rank, path], ...]}): to check ranks, give several rank files",
         )?;
@@ -387,10 +415,14 @@ pub fn listing(bytes: &[u8]) -> Result<(Vec<(Option<PyValue>, String)>, Option<S
                 Some([rank, Value::String(path)]) => {
                     out.push((Some(PyValue::from_plain_json(rank)), path.clone()))
                 }
-                _ => return Err(format!("\"plans\"[{i}] must be [rank, \"path\"], found {entry}")),
+                _ => {
+                    return Err(format!(
+                        "\"plans\"[{i}] must be [rank, \"path\"], found {entry}"
+                    ))
+                }
             }
         }
-        return Ok((out, group));
+        return Ok(Listing { files: out, group });
     }
     let text = String::from_utf8_lossy(bytes);
     let mut out: Vec<(Option<PyValue>, String)> = Vec::new();
@@ -399,9 +431,15 @@ pub fn listing(bytes: &[u8]) -> Result<(Vec<(Option<PyValue>, String)>, Option<S
         let link: String = if quote == '"' || quote == '\'' {
             part[1..].chars().take_while(|&c| c != quote).collect()
         } else {
-            part.chars().take_while(|c| !c.is_whitespace() && *c != '>').collect()
+            part.chars()
+                .take_while(|c| !c.is_whitespace() && *c != '>')
+                .collect()
         };
-        let path = link.split(['?', '#']).next().unwrap_or_default().to_string();
+        let path = link
+            .split(['?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_string();
         let wanted = [".json", ".json.gz", ".log", ".log.gz", ".gz"]
             .iter()
             .any(|ext| path.ends_with(ext));
@@ -416,7 +454,10 @@ pub fn listing(bytes: &[u8]) -> Result<(Vec<(Option<PyValue>, String)>, Option<S
     if out.is_empty() {
         return Err("neither a manifest nor a folder listing with .json, .gz or .log files".into());
     }
-    Ok((out, None))
+    Ok(Listing {
+        files: out,
+        group: None,
+    })
 }
 
 fn run(
@@ -433,7 +474,10 @@ fn run(
         let mut entries = Vec::with_capacity(inputs.len());
         let total = inputs.len();
         for (i, (rank, input)) in inputs.into_iter().enumerate() {
-            dispatch.dispatch(ViewsAction::Busy(format!("reading rank file {} of {total}…", i + 1)));
+            dispatch.dispatch(ViewsAction::Busy(format!(
+                "reading rank file {} of {total}…",
+                i + 1
+            )));
             let (label, _, bytes) = match read_input(&input, limit_mb).await {
                 Ok(r) => r,
                 Err(e) => return dispatch.dispatch(ViewsAction::Failed(e)),
@@ -478,7 +522,15 @@ pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUr
         match expand_link(&sources, limit).await {
             Ok((inputs, listed_group)) => {
                 let sort = sources.len() == 1 && inputs.iter().all(|(rank, _)| rank.is_none());
-                run(dispatch, inputs, group.or(listed_group), limit, graph, true, sort)
+                run(
+                    dispatch,
+                    inputs,
+                    group.or(listed_group),
+                    limit,
+                    graph,
+                    true,
+                    sort,
+                )
             }
             Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
         }
@@ -494,7 +546,7 @@ fn start_from_files(
     graph: Option<usize>,
 ) {
     wasm_bindgen_futures::spawn_local(async move {
-        let mut manifest: Option<(Vec<(Option<PyValue>, String)>, Option<String>)> = None;
+        let mut manifest: Option<Listing> = None;
         let mut ranks = Vec::new();
         for f in files {
             let name = f.name();
@@ -504,7 +556,10 @@ fn start_from_files(
                         if m.contains_key("plans") && !m.contains_key("buckets") {
                             match listing(&bytes) {
                                 Ok(l) => manifest = Some(l),
-                                Err(e) => return dispatch.dispatch(ViewsAction::Failed(format!("{name}: {e}"))),
+                                Err(e) => {
+                                    return dispatch
+                                        .dispatch(ViewsAction::Failed(format!("{name}: {e}")))
+                                }
                             }
                             continue;
                         }
@@ -515,7 +570,10 @@ fn start_from_files(
         }
         let sort = manifest.is_none();
         let (inputs, listed_group) = match manifest {
-            Some((listed, group)) => {
+            Some(Listing {
+                files: listed,
+                group,
+            }) => {
                 let mut inputs = Vec::new();
                 for (rank, path) in listed {
                     let base = path.rsplit('/').next().unwrap_or(&path).to_string();
@@ -538,10 +596,21 @@ fn start_from_files(
                     .cloned()
                     .collect();
                 let chosen = if ranked.len() >= 2 { ranked } else { ranks };
-                (chosen.into_iter().map(|f| (None, Input::File(f))).collect(), None)
+                (
+                    chosen.into_iter().map(|f| (None, Input::File(f))).collect(),
+                    None,
+                )
             }
         };
-        run(dispatch, inputs, group.or(listed_group), None, graph, false, sort);
+        run(
+            dispatch,
+            inputs,
+            group.or(listed_group),
+            None,
+            graph,
+            false,
+            sort,
+        );
     });
 }
 
@@ -583,7 +652,12 @@ fn ranks_panels(props: &RanksPanelsProps) -> Html {
     let view = &props.ranks;
     let blamed = view.blamed();
     let reference = view.entries.first();
-    let digest_of = |e: &RankEntry, g: &str| e.digests.iter().find(|(k, _)| k == g).map(|(_, d)| d.clone());
+    let digest_of = |e: &RankEntry, g: &str| {
+        e.digests
+            .iter()
+            .find(|(k, _)| k == g)
+            .map(|(_, d)| d.clone())
+    };
     html! {
         <>
             <section class="rank-verdicts" id="rank-verdicts" aria-label="Verdicts per group">
@@ -652,19 +726,17 @@ fn rank_chart(
     bucket_id: Option<&str>,
     graph: Option<usize>,
 ) -> Result<RankChart, String> {
-    let bytes = entry.graph.as_ref().ok_or("a plan report: no graph positions to draw")?;
+    let bytes = entry
+        .graph
+        .as_ref()
+        .ok_or("a plan report: no graph positions to draw")?;
     let loaded = super::load_graph(&entry.file, None, bytes, graph)?;
     let planned = crate::model::plan(&loaded, &crate::model::Settings::default(), || 0.0);
     if let Some(e) = planned.error {
         return Err(e);
     }
-    let bucket = bucket_id.and_then(|id| {
-        planned
-            .timeline
-            .buckets
-            .iter()
-            .position(|b| &*b.id == id)
-    });
+    let bucket =
+        bucket_id.and_then(|id| planned.timeline.buckets.iter().position(|b| &*b.id == id));
     Ok(RankChart {
         label: format!("rank {} ({})", show(&entry.rank), entry.file),
         timeline: planned.timeline,
@@ -684,21 +756,30 @@ fn divergence_charts(props: &DivergenceProps) -> Html {
                 .ok_or_else(|| "no such rank".to_string())
                 .and_then(|e| rank_chart(e, id.as_deref(), ranks.graph))
         };
-        (side(d.entries.0, &d.bucket_ids.0), side(d.entries.1, &d.bucket_ids.1))
+        (
+            side(d.entries.0, &d.bucket_ids.0),
+            side(d.entries.1, &d.bucket_ids.1),
+        )
     });
     // The first view shows both buckets.
     let first = {
         let ranges: Vec<(f64, f64)> = [&charts.0, &charts.1]
             .into_iter()
             .filter_map(|c| c.as_ref().ok())
-            .filter_map(|c| c.bucket.map(|b| crate::model::bucket_range(&c.timeline.buckets[b])))
+            .filter_map(|c| {
+                c.bucket
+                    .map(|b| crate::model::bucket_range(&c.timeline.buckets[b]))
+            })
             .collect();
         let from = ranges.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
         let to = ranges.iter().map(|r| r.1).fold(f64::NEG_INFINITY, f64::max);
         (from.is_finite() && to.is_finite()).then(|| {
             let mid = (from + to) / 2.0;
             let half = ((to - from) * 2.0).max(16.0);
-            commlens::timeline::Viewport { x0: mid - half, x1: mid + half }
+            commlens::timeline::Viewport {
+                x0: mid - half,
+                x1: mid + half,
+            }
         })
     };
     let viewport = use_state(move || first);
@@ -706,17 +787,19 @@ fn divergence_charts(props: &DivergenceProps) -> Html {
         let viewport = viewport.clone();
         Callback::from(move |(v, _): (Option<commlens::timeline::Viewport>, bool)| viewport.set(v))
     };
-    let chart = |c: &Result<RankChart, String>, id: &'static str, bucket_id: &Option<String>| match c {
-        Ok(c) => html! {
-            <div id={id} class="rank-chart">
-                <Chart timeline={c.timeline.clone()} viewport={*viewport} focus={c.bucket}
-                    selected={c.bucket.map(|b| c.timeline.buckets[b].id.clone())} filter={None::<crate::url_state::Filter>}
-                    on_view={on_view.clone()} on_pick={Callback::from(|_: Pick| {})}
-                    title={AttrValue::from(format!("{}: {}", c.label,
-                        bucket_id.as_deref().map_or("the bucket is missing here".to_string(), |b| format!("first differing bucket {b}"))))} />
-            </div>
-        },
-        Err(e) => html! { <p class="muted" id={id}>{ format!("No timeline: {e}") }</p> },
+    let chart = |c: &Result<RankChart, String>, id: &'static str, bucket_id: &Option<String>| {
+        match c {
+            Ok(c) => html! {
+                <div id={id} class="rank-chart">
+                    <Chart timeline={c.timeline.clone()} viewport={*viewport} focus={c.bucket}
+                        selected={c.bucket.map(|b| c.timeline.buckets[b].id.clone())} filter={None::<crate::url_state::Filter>}
+                        on_view={on_view.clone()} on_pick={Callback::from(|_: Pick| {})}
+                        title={AttrValue::from(format!("{}: {}", c.label,
+                            bucket_id.as_deref().map_or("the bucket is missing here".to_string(), |b| format!("first differing bucket {b}"))))} />
+                </div>
+            },
+            Err(e) => html! { <p class="muted" id={id}>{ format!("No timeline: {e}") }</p> },
+        }
     };
     html! {
         <section class="divergence" id="divergence" aria-label="Where the plans first differ">
@@ -735,7 +818,9 @@ mod tests {
     fn validate_case(name: &str) -> std::path::PathBuf {
         std::env::var_os("COMMLENS_SHARED")
             .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+            .unwrap_or_else(|| {
+                std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+            })
             .join("conformance/validate")
             .join(name)
     }
@@ -743,7 +828,7 @@ mod tests {
     fn view_of(case: &str) -> RanksView {
         let dir = validate_case(case);
         let manifest = std::fs::read(dir.join("validate.json")).unwrap();
-        let (files, group) = listing(&manifest).unwrap();
+        let Listing { files, group } = listing(&manifest).unwrap();
         let entries = files
             .into_iter()
             .map(|(rank, path)| {
@@ -756,7 +841,12 @@ mod tests {
 
     #[test]
     fn verdicts_are_the_conformance_expectations() {
-        for case in ["disagree_buckets", "llama_four_ranks_ok", "missing_rank", "disagree_rank_order"] {
+        for case in [
+            "disagree_buckets",
+            "llama_four_ranks_ok",
+            "missing_rank",
+            "disagree_rank_order",
+        ] {
             let expected: Value = serde_json::from_slice(
                 &std::fs::read(validate_case(case).join("expected.json")).unwrap(),
             )
@@ -788,10 +878,17 @@ mod tests {
             let bytes = std::fs::read(cases.join(case).join("dump.json")).unwrap();
             read_rank(file, None, &bytes, None).unwrap()
         };
-        let mut entries = vec![read("mlp_default", "rank_0.json"), read("mlp_fp16", "rank_1.json")];
+        let mut entries = vec![
+            read("mlp_default", "rank_0.json"),
+            read("mlp_fp16", "rank_1.json"),
+        ];
         assert_eq!(entries[1].rank, PyValue::Int(0), "the dump records rank 0");
         settle_ranks(&mut entries);
-        assert_eq!(entries[1].rank, PyValue::Int(1), "both record rank 0: the names decide");
+        assert_eq!(
+            entries[1].rank,
+            PyValue::Int(1),
+            "both record rank 0: the names decide"
+        );
         assert!(entries[1].notes[0].contains("records rank 0"));
         let view = RanksView::new(entries, None);
         assert_eq!(view.groups, vec!["fsdp".to_string()]);
@@ -811,17 +908,24 @@ mod tests {
     #[test]
     fn ranks_from_names_and_listings() {
         assert_eq!(rank_from_name("rank_3.json"), Some(3));
-        assert_eq!(rank_from_name("dedicated_log_torch_trace_rank_12_ab3x.log"), Some(12));
+        assert_eq!(
+            rank_from_name("dedicated_log_torch_trace_rank_12_ab3x.log"),
+            Some(12)
+        );
         assert_eq!(rank_from_name("plan7.json.gz"), Some(7));
         assert_eq!(rank_from_name("plan.json"), None);
         let html = br#"<ul><li><a href="rank_0.json">rank_0.json</a><li><a href='rank_1.json.gz'>x</a><li><a href="../">up</a><li><a href="notes.txt">n</a></ul>"#;
-        let (files, group) = listing(html).unwrap();
+        let Listing { files, group } = listing(html).unwrap();
         assert_eq!(group, None);
         assert_eq!(
             files.into_iter().map(|(_, p)| p).collect::<Vec<_>>(),
             vec!["rank_0.json", "rank_1.json.gz"]
         );
-        assert!(listing(b"{\"buckets\": []}").unwrap_err().contains("not a manifest"));
-        assert!(listing(b"{\"plans\": [[0]]}").unwrap_err().contains("\"plans\"[0]"));
+        assert!(listing(b"{\"buckets\": []}")
+            .unwrap_err()
+            .contains("not a manifest"));
+        assert!(listing(b"{\"plans\": [[0]]}")
+            .unwrap_err()
+            .contains("\"plans\"[0]"));
     }
 }
