@@ -172,8 +172,13 @@ impl ViewsUrl {
                 settings: s.clone(),
                 ..UrlState::default()
             };
-            for (k, v) in form_urlencoded::parse(base.to_query().as_bytes()) {
+            let base = base.to_query();
+            for (k, v) in form_urlencoded::parse(base.as_bytes()) {
                 q.append_pair(&format!("b{k}"), &v);
+            }
+            // The dump's own settings write nothing: say so, or the link would lose them.
+            if base.is_empty() {
+                q.append_pair("bplans", "dump");
             }
         }
         if let Some(b) = &self.before {
@@ -585,6 +590,15 @@ mod tests {
             "{problems:?}"
         );
         assert_eq!(url.base_settings.unwrap().cap_bytes, None);
+    }
+
+    #[test]
+    fn the_dumps_own_settings_as_base_survive_a_round_trip() {
+        let (url, problems) = ViewsUrl::parse("example=mlp&cap=4000&bplans=dump");
+        assert!(problems.is_empty());
+        assert_eq!(url.base_settings, Some(Settings::default()));
+        assert_eq!(url.mode(), Some(Mode::Compare));
+        assert_eq!(ViewsUrl::parse(&url.to_query()).0, url);
     }
 
     #[test]
