@@ -285,3 +285,28 @@ test('100k nodes: the compare view paints within the single plan\'s time plus ha
   await settings.screenshot('views-compare-100k');
   for (const app of [single, settings, dumps]) app.assertNoErrors();
 });
+
+test('compare: the single-plan app links to the comparison with the dump\'s own settings; settings re-plan a side', async (t) => {
+  const dumpPath = join(REPO, 'examples/mlp_fsdp.json');
+  const policy = (readDump(dumpPath).planner || {}).policy || {};
+  const app = await openApp(t, { path: '?example=mlp&cap=100', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  await app.page.click('#compare-link');
+  await app.waitForRendered('#chart-after svg [data-bucket]');
+  assert.equal(await download(app, '#export-diff'), nativeDiff(dumpPath, dumpPath, undefined, { policy: { ...policy, cap_bytes: 100 } }));
+  // The base re-planned with a cap of its own.
+  const seq = Number(await app.page.locator('#perf').getAttribute('data-seq'));
+  await app.page.fill('#before-cap', '1e9');
+  await app.page.press('#before-cap', 'Enter');
+  await app.page.waitForFunction((n) => Number(document.querySelector('#perf').getAttribute('data-seq')) > n, seq);
+  assert.equal(await download(app, '#export-diff'),
+    nativeDiff(dumpPath, dumpPath, { policy: { ...policy, cap_bytes: 1e9 } }, { policy: { ...policy, cap_bytes: 100 } }));
+  await app.page.waitForFunction(() => /bcap=1000000000/.test(location.search) && /[?&]cap=100(&|$)/.test(location.search));
+  // What cannot be used is said, not applied.
+  await app.page.fill('#after-cap', 'lots');
+  await app.page.press('#after-cap', 'Enter');
+  assert.match(await app.text('.side-settings.after .field-error'), /Not applied: cap_bytes/);
+  assert.match(app.page.url(), /[?&]cap=100(&|$)/);
+  await app.screenshot('views-compare-settings-panel');
+  app.assertNoErrors();
+});

@@ -19,13 +19,16 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use yew::prelude::*;
 
-/// A side that is a graph: it has a timeline.
+/// A side that is a graph: it has a timeline, and settings it was planned with.
+#[derive(Clone)]
 pub struct GraphSide {
     pub loaded: Shared<Loaded>,
     pub planned: Shared<Planned>,
+    pub settings: Settings,
 }
 
 /// One side as read: its label, its graph when it is one, and what the diff compares.
+#[derive(Clone)]
 pub struct SideInput {
     pub label: String,
     pub graph: Option<GraphSide>,
@@ -164,6 +167,27 @@ impl Comparison {
         }
     }
 
+    /// The comparison with one side re-planned with `settings` (a graph side; a report is
+    /// already planned).
+    pub fn replan(
+        &self,
+        after: bool,
+        settings: &Settings,
+        now: impl Fn() -> f64 + Copy,
+    ) -> Result<Comparison, String> {
+        let side = if after { &self.after } else { &self.before };
+        let graph = side
+            .graph
+            .as_ref()
+            .ok_or_else(|| format!("{} is a plan report: it is already planned", side.label))?;
+        let new = plan_side(graph.loaded.0.clone(), settings, now)?;
+        Ok(if after {
+            Comparison::new(self.before.clone(), new, now)
+        } else {
+            Comparison::new(new, self.after.clone(), now)
+        })
+    }
+
     pub fn row_by_id(&self, id: &str) -> Option<&ChangeRow> {
         self.rows.iter().find(|r| r.id == id)
     }
@@ -257,6 +281,7 @@ pub fn plan_side(
         graph: Some(GraphSide {
             loaded: Shared(loaded),
             planned: Shared::new(planned),
+            settings: settings.clone(),
         }),
         side,
     })
@@ -490,13 +515,136 @@ pub fn page(state: &ViewsState, dispatch: &UseReducerDispatcher<ViewsState>) -> 
             </div>
         }
     };
+    let settings_panel = |after: bool| -> Html {
+        let input = if after { &c.after } else { &c.before };
+        let Some(g) = &input.graph else {
+            return html! {};
+        };
+        let d = dispatch.clone();
+        let on_settings = Callback::from(move |settings: Settings| {
+            d.dispatch(ViewsAction::Settings { after, settings })
+        });
+        html! {
+            <SideSettings after={after} loaded={g.loaded.clone()} settings={g.settings.clone()} {on_settings} />
+        }
+    };
     html! {
         <>
             <Summary comparison={c.clone()} />
+            if c.before.graph.is_some() || c.after.graph.is_some() {
+                <section class="compare-settings" aria-label="Planner settings of each side">
+                    <h2>{"Settings"}</h2>
+                    <div class="sides">{ settings_panel(false) }{ settings_panel(true) }</div>
+                </section>
+            }
             { chart(false) }
             { chart(true) }
             <ChangesTable comparison={c.clone()} selected={state.url.row.clone().map(AttrValue::from)} on_row={on_row} />
         </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct SideSettingsProps {
+    after: bool,
+    loaded: Shared<Loaded>,
+    settings: Settings,
+    on_settings: Callback<Settings>,
+}
+
+/// One side's planner settings: the policy's numbers and the module plans, applied when a
+/// field is left (or Enter); what cannot be used is said at its field and not applied.
+#[function_component(SideSettings)]
+fn side_settings(props: &SideSettingsProps) -> Html {
+    let error = use_state(|| None::<String>);
+    let which = if props.after { "after" } else { "before" };
+    let s = &props.settings;
+    let number = |key: &'static str, label: &'static str, value: Option<u64>, minimum: u64| {
+        let cb = props.on_settings.clone();
+        let settings = props.settings.clone();
+        let error = error.clone();
+        let onchange = Callback::from(move |e: Event| {
+            let text = e.target_unchecked_into::<web_sys::HtmlInputElement>().value();
+            match model::parse_count(&text, minimum) {
+                Ok(v) => {
+                    error.set(None);
+                    let mut next = settings.clone();
+                    match key {
+                        "cap" => next.cap_bytes = v,
+                        "mid" => next.max_input_distance = v,
+                        _ => next.max_consumer_distance = v,
+                    }
+                    if next != settings {
+                        cb.emit(next);
+                    }
+                }
+                Err(e) => error.set(Some(format!("{label}: {e}"))),
+            }
+        });
+        let id = format!("{which}-{key}");
+        html! {
+            <label for={id.clone()}>{ label }
+                <input id={id} type="text" inputmode="numeric" placeholder="the dump's"
+                    value={value.map(|v| v.to_string()).unwrap_or_default()} {onchange} /></label>
+        }
+    };
+    let on_plans = {
+        let cb = props.on_settings.clone();
+        let settings = props.settings.clone();
+        let loaded = props.loaded.clone();
+        let error = error.clone();
+        move |key: String, text: String| {
+            let Some(plans) = crate::model::PlansMode::from_key(&key, text) else {
+                return;
+            };
+            if let Some(problem) = model::plans_problem(&loaded.graph, &plans) {
+                error.set(Some(format!("module plans: {problem}")));
+                return;
+            }
+            error.set(None);
+            let next = Settings {
+                plans,
+                ..settings.clone()
+            };
+            if next != settings {
+                cb.emit(next);
+            }
+        }
+    };
+    let plans_text = s.plans.text().to_string();
+    let onchange_mode = {
+        let on_plans = on_plans.clone();
+        let text = plans_text.clone();
+        Callback::from(move |e: Event| {
+            let key = e.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            on_plans(key, text.clone())
+        })
+    };
+    let onchange_text = {
+        let key = s.plans.key().to_string();
+        Callback::from(move |e: Event| {
+            let text = e.target_unchecked_into::<web_sys::HtmlTextAreaElement>().value();
+            on_plans(key.clone(), text)
+        })
+    };
+    html! {
+        <div class={classes!("side-settings", which)}>
+            <h3>{ if props.after { "After" } else { "Before" } }</h3>
+            { number("cap", "cap_bytes", s.cap_bytes, 1) }
+            { number("mid", "max_input_distance", s.max_input_distance, 0) }
+            { number("mcd", "max_consumer_distance", s.max_consumer_distance, 0) }
+            <label for={format!("{which}-plans")}>{"module plans"}
+                <select id={format!("{which}-plans")} onchange={onchange_mode}>
+                    { for crate::model::PlansMode::KEYS.iter().map(|(k, label)| html! {
+                        <option value={*k} selected={*k == s.plans.key()}>{ *label }</option>
+                    }) }
+                </select></label>
+            if s.plans.names_modules() {
+                <textarea id={format!("{which}-ptext")} rows="3" aria-label={format!("{which}: module plans")}
+                    value={plans_text} onchange={onchange_text} />
+            }
+            if let Some(e) = &*error { <p class="field-error" role="alert">{ format!("Not applied: {e}") }</p> }
+        </div>
     }
 }
 
@@ -774,6 +922,10 @@ mod tests {
                 );
             }
         }
+        // Re-planning a side is planning it so from the start.
+        let again = c.replan(false, &Settings::default(), || 0.0).unwrap();
+        assert_eq!(again.before.side, again.after.side);
+        assert!(again.rows.is_empty());
         // A report is a side without a graph.
         let report = read(&cases.join("llama2_capacity/plan.json"));
         let as_report = read_one(

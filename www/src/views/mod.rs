@@ -325,6 +325,8 @@ pub enum ViewsAction {
     },
     /// A compared collective picked in the table (its `row=` id): both charts show it.
     Row(Option<String>),
+    /// New planner settings for one side of the comparison (`after`, or the base).
+    Settings { after: bool, settings: Settings },
     DismissError,
     DismissNotice,
 }
@@ -401,6 +403,29 @@ impl Reducible for ViewsState {
                     s.committed = s.viewport;
                 }
                 s.url.row = row;
+            }
+            ViewsAction::Settings { after, settings } => {
+                let Some(c) = s.compare.clone() else {
+                    return self;
+                };
+                let started = browser::now_ms();
+                match c.replan(after, &settings, browser::now_ms) {
+                    Ok(next) => {
+                        // Both sides' settings are written out: the base no longer follows `src`.
+                        let side = |s: &compare::SideInput| s.graph.as_ref().map(|g| g.settings.clone());
+                        if let Some(a) = side(&next.after) {
+                            s.url.main.settings = a;
+                        }
+                        s.url.base_settings = side(&next.before).or(s.url.base_settings.take());
+                        if s.url.row.as_ref().is_some_and(|r| next.row_by_id(r).is_none()) {
+                            s.url.row = None;
+                        }
+                        s.notice = None;
+                        s.compare = Some(Shared::new(next));
+                        s.timed("compare", started);
+                    }
+                    Err(e) => s.notice = Some(format!("Not applied: {e}")),
+                }
             }
             ViewsAction::DismissError => s.error = None,
             ViewsAction::DismissNotice => s.notice = None,
