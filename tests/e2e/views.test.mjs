@@ -310,3 +310,21 @@ test('compare: the single-plan app links to the comparison with the dump\'s own 
   await app.screenshot('views-compare-settings-panel');
   app.assertNoErrors();
 });
+
+test('ranks: several TORCH_TRACE logs at once, their graph chosen by the link', async (t) => {
+  const log = readFileSync(join(REPO, 'tests/fixtures/tracelog/simple_fsdp.log.gz'));
+  const app = await openApp(t, { path: '?view=ranks&graph=3', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('#ranks-files');
+  await app.page.setInputFiles('#ranks-files', ['rank_0.log.gz', 'rank_1.log.gz'].map((name) => ({ name, mimeType: 'application/gzip', buffer: log })));
+  await app.waitForRendered('#rank-verdicts .signatures');
+  assert.match(await app.text('#rank-verdicts .signatures'), /the same on all 2 ranks/);
+  assert.match(await app.text('#no-groups'), /trace log does not record which ranks form each group/);
+  assert.deepEqual(await app.page.locator('#ranks-table tbody th').allInnerTexts(), ['0', '1']);
+  // Without a graph choice, the log says how to make one.
+  const bare = await openApp(t, { path: '?view=ranks' });
+  await bare.waitForRendered('#ranks-files');
+  await bare.page.setInputFiles('#ranks-files', ['rank_0.log.gz', 'rank_1.log.gz'].map((name) => ({ name, mimeType: 'application/gzip', buffer: log })));
+  await bare.waitForRendered('#error');
+  assert.match(await bare.text('#error'), /post-grad graphs; choose one[\s\S]*graph=K/);
+  app.assertNoErrors();
+});

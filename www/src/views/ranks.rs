@@ -310,6 +310,44 @@ impl RanksView {
     }
 }
 
+impl RanksView {
+    /// The ranks whose graph signature differs from the first rank's.
+    pub fn signatures_differ(&self) -> Vec<&RankEntry> {
+        let Some(first) = self.entries.first() else {
+            return Vec::new();
+        };
+        self.entries
+            .iter()
+            .skip(1)
+            .filter(|e| e.signature != first.signature)
+            .collect()
+    }
+
+    /// Whether every rank planned the same graph, in words.
+    pub fn signature_verdict(&self) -> String {
+        let differ = self.signatures_differ();
+        match (self.entries.first(), differ.is_empty()) {
+            (None, _) => "No ranks.".into(),
+            (Some(_), true) => format!(
+                "Graph signature: the same on all {} ranks.",
+                self.entries.len()
+            ),
+            (Some(first), false) => format!(
+                "Graph signature: {} of {} ranks planned another graph than rank {} ({}): {}.",
+                differ.len(),
+                self.entries.len(),
+                show(&first.rank),
+                first.file,
+                differ
+                    .iter()
+                    .map(|e| format!("rank {} ({})", show(&e.rank), e.file))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
 /// Where two ranks' plans first differ: the entries (the reference, the rank that
 /// disagrees) and the differing bucket's id in each, with the member's index.
 #[derive(Clone, Debug, PartialEq)]
@@ -662,7 +700,13 @@ fn ranks_panels(props: &RanksPanelsProps) -> Html {
         <>
             <section class="rank-verdicts" id="rank-verdicts" aria-label="Verdicts per group">
                 <h2>{"Verdicts"}</h2>
-                if view.groups.is_empty() { <p class="muted">{"The reports name no process groups."}</p> }
+                <p class={classes!("verdict", "signatures", if view.signatures_differ().is_empty() { "ok" } else { "failed" })}>
+                    { view.signature_verdict() }</p>
+                if view.groups.is_empty() {
+                    <p class="muted" id="no-groups">{ if view.entries.iter().any(|e| e.graph.is_some()) {
+                        "The plans name no process group with ranks, so no group's plans can be checked: a trace log does not record which ranks form each group (a dump from the exporter does)."
+                    } else { "The reports name no process groups." } }</p>
+                }
                 <ul class="plain verdicts">{ for view.verdicts.iter().map(|v| match &v.result {
                     Ok(text) => html! { <li class="verdict ok" data-group={v.group.clone()}><strong>{"ok"}</strong>{" "}{ text.trim().trim_start_matches("ok: ").to_string() }</li> },
                     Err(VerdictError::Invalid(e)) => html! {
@@ -903,6 +947,33 @@ mod tests {
         let report = validate_case("disagree_buckets").join("rank_0.json");
         let entry = read_rank("rank_0.json", None, &std::fs::read(report).unwrap(), None).unwrap();
         assert!(rank_chart(&entry, None, None).is_err());
+    }
+
+    /// Trace logs (issue 10's several rank logs): ranks from their headers, planned through
+    /// the core's `input`; without group ranks, the signatures are still compared.
+    #[test]
+    fn rank_logs_are_read_and_compared_by_signature() {
+        let log = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures/tracelog/simple_fsdp.log.gz"),
+        )
+        .unwrap();
+        let e = read_rank("simple_fsdp.log.gz", None, &log, None).err().unwrap();
+        assert!(e.contains("choose one"), "{e}");
+        let read = |name: &str, graph: usize| read_rank(name, None, &log, Some(graph)).unwrap();
+        let a = read("rank_0.log.gz", 3);
+        assert_eq!(a.kind, RankKind::Graph);
+        assert_eq!(a.rank_from, RankFrom::Recorded);
+        let mut entries = vec![a, read("rank_1.log.gz", 3)];
+        settle_ranks(&mut entries);
+        let view = RanksView::new(entries, None);
+        assert!(view.signatures_differ().is_empty());
+        assert!(view.signature_verdict().contains("the same on all 2 ranks"));
+        let mut entries = vec![read("rank_0.log.gz", 3), read("rank_1.log.gz", 5)];
+        settle_ranks(&mut entries);
+        let other = RanksView::new(entries, None);
+        assert_eq!(other.signatures_differ().len(), 1);
+        assert!(other.signature_verdict().contains("rank 1 (rank_1.log.gz)"), "{}", other.signature_verdict());
     }
 
     #[test]
