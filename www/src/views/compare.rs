@@ -564,7 +564,9 @@ fn side_settings(props: &SideSettingsProps) -> Html {
         let settings = props.settings.clone();
         let error = error.clone();
         let onchange = Callback::from(move |e: Event| {
-            let text = e.target_unchecked_into::<web_sys::HtmlInputElement>().value();
+            let text = e
+                .target_unchecked_into::<web_sys::HtmlInputElement>()
+                .value();
             match model::parse_count(&text, minimum) {
                 Ok(v) => {
                     error.set(None);
@@ -616,14 +618,18 @@ fn side_settings(props: &SideSettingsProps) -> Html {
         let on_plans = on_plans.clone();
         let text = plans_text.clone();
         Callback::from(move |e: Event| {
-            let key = e.target_unchecked_into::<web_sys::HtmlSelectElement>().value();
+            let key = e
+                .target_unchecked_into::<web_sys::HtmlSelectElement>()
+                .value();
             on_plans(key, text.clone())
         })
     };
     let onchange_text = {
         let key = s.plans.key().to_string();
         Callback::from(move |e: Event| {
-            let text = e.target_unchecked_into::<web_sys::HtmlTextAreaElement>().value();
+            let text = e
+                .target_unchecked_into::<web_sys::HtmlTextAreaElement>()
+                .value();
             on_plans(key.clone(), text)
         })
     };

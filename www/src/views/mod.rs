@@ -326,7 +326,10 @@ pub enum ViewsAction {
     /// A compared collective picked in the table (its `row=` id): both charts show it.
     Row(Option<String>),
     /// New planner settings for one side of the comparison (`after`, or the base).
-    Settings { after: bool, settings: Settings },
+    Settings {
+        after: bool,
+        settings: Settings,
+    },
     DismissError,
     DismissNotice,
 }
@@ -412,12 +415,17 @@ impl Reducible for ViewsState {
                 match c.replan(after, &settings, browser::now_ms) {
                     Ok(next) => {
                         // Both sides' settings are written out: the base no longer follows `src`.
-                        let side = |s: &compare::SideInput| s.graph.as_ref().map(|g| g.settings.clone());
+                        let side =
+                            |s: &compare::SideInput| s.graph.as_ref().map(|g| g.settings.clone());
                         if let Some(a) = side(&next.after) {
                             s.url.main.settings = a;
                         }
                         s.url.base_settings = side(&next.before).or(s.url.base_settings.take());
-                        if s.url.row.as_ref().is_some_and(|r| next.row_by_id(r).is_none()) {
+                        if s.url
+                            .row
+                            .as_ref()
+                            .is_some_and(|r| next.row_by_id(r).is_none())
+                        {
                             s.url.row = None;
                         }
                         s.notice = None;

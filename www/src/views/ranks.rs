@@ -958,7 +958,9 @@ mod tests {
                 .join("../tests/fixtures/tracelog/simple_fsdp.log.gz"),
         )
         .unwrap();
-        let e = read_rank("simple_fsdp.log.gz", None, &log, None).err().unwrap();
+        let e = read_rank("simple_fsdp.log.gz", None, &log, None)
+            .err()
+            .unwrap();
         assert!(e.contains("choose one"), "{e}");
         let read = |name: &str, graph: usize| read_rank(name, None, &log, Some(graph)).unwrap();
         let a = read("rank_0.log.gz", 3);
@@ -973,7 +975,11 @@ mod tests {
         settle_ranks(&mut entries);
         let other = RanksView::new(entries, None);
         assert_eq!(other.signatures_differ().len(), 1);
-        assert!(other.signature_verdict().contains("rank 1 (rank_1.log.gz)"), "{}", other.signature_verdict());
+        assert!(
+            other.signature_verdict().contains("rank 1 (rank_1.log.gz)"),
+            "{}",
+            other.signature_verdict()
+        );
     }
 
     #[test]
