@@ -1,5 +1,5 @@
-//! `commlens-wasm`: the core's plan, plan-diff and audit entry points exported to JavaScript through
-//! wasm-bindgen.
+//! `commlens-wasm`: the core's plan, plan-diff and audit entry points exported to JavaScript
+//! through wasm-bindgen.
 //!
 //! Thin on purpose (like ruff's wasm crate): no logic lives here. `cargo xtask test` builds it
 //! for `wasm32-unknown-unknown`, binds it for Node (`target/wasm-node/`), and
