@@ -194,7 +194,7 @@ impl Comparison {
 
     /// The view that shows row `id` on both charts: both its buckets, centred, at least four
     /// times as wide as they are (or the whole graph, when that is smaller).
-    pub fn reveal(&self, id: &str, _current: Option<Viewport>) -> Option<Viewport> {
+    pub fn reveal(&self, id: &str) -> Option<Viewport> {
         let row = self.row_by_id(id)?;
         let ranges: Vec<(f64, f64)> = [&row.before, &row.after]
             .into_iter()
@@ -704,13 +704,16 @@ fn summary(props: &SummaryProps) -> Html {
             }
         })
     };
-    let decision_list = |items: &[(Action, String)], side: &PlanSide, which: &[usize]| -> Html {
-        let _ = items;
+    let decision_list = |side: &PlanSide, which: &[usize]| -> Html {
         html! {
             <ul class="plain decisions">{ for which.iter().filter_map(|&i| side.decisions.get(i)).take(50).map(|x| html! {
                 <li><code>{ x.node.clone() }</code>{ format!(" {} ({})", x.action.as_str(), x.reason.as_str()) }
                     if let Some(p) = &x.previous_node { { " after " }<code>{ p.clone() }</code> }</li>
-            }) }</ul>
+            }) }
+                if which.len() > 50 {
+                    <li class="muted">{ format!("and {} more: the diff's plain words and its JSON list them all", which.len() - 50) }</li>
+                }
+            </ul>
         }
     };
     html! {
@@ -735,10 +738,10 @@ fn summary(props: &SummaryProps) -> Html {
                 </table>
             }
             if !d.removed.is_empty() {
-                <details><summary>{ format!("{} decision(s) removed", d.removed.len()) }</summary>{ decision_list(&c.removed, &d.before, &d.removed) }</details>
+                <details><summary>{ format!("{} decision(s) removed", d.removed.len()) }</summary>{ decision_list(&d.before, &d.removed) }</details>
             }
             if !d.added.is_empty() {
-                <details><summary>{ format!("{} decision(s) added", d.added.len()) }</summary>{ decision_list(&c.added, &d.after, &d.added) }</details>
+                <details><summary>{ format!("{} decision(s) added", d.added.len()) }</summary>{ decision_list(&d.after, &d.added) }</details>
             }
             <details class="diff-text"><summary>{"In plain words (what commlens diff prints)"}</summary><pre>{ d.to_text() }</pre></details>
             <p><button id="export-diff" onclick={download}>{"Download the diff (commlens diff --json)"}</button>
@@ -918,7 +921,7 @@ mod tests {
                     b.id
                 );
             }
-            let vp = c.reveal(&r.id, None).unwrap();
+            let vp = c.reveal(&r.id).unwrap();
             for p in [&r.before, &r.after].into_iter().flatten() {
                 let (from, to) = p.range.unwrap();
                 assert!(

@@ -374,7 +374,7 @@ impl Reducible for ViewsState {
                         s.notice = Some(format!("The link's collective {row} did not change."));
                         s.url.row = None;
                     } else if s.viewport.is_none() {
-                        s.viewport = c.reveal(&row, None);
+                        s.viewport = c.reveal(&row);
                         s.committed = s.viewport;
                     }
                 }
@@ -402,7 +402,7 @@ impl Reducible for ViewsState {
             }
             ViewsAction::Row(row) => {
                 if let (Some(c), Some(id)) = (&s.compare, &row) {
-                    s.viewport = c.reveal(id, s.viewport);
+                    s.viewport = c.reveal(id);
                     s.committed = s.viewport;
                 }
                 s.url.row = row;
