@@ -205,7 +205,7 @@ test('ranks: a manifest, a folder listing and picked files give validate\'s verd
   const cliRun = spawnSync(cli(), ['validate', 'validate.json'], { cwd: join(VALIDATE, 'disagree_buckets') });
   assert.notEqual(cliRun.status, 0);
   await app.page.goto(new URL('?ranks=files/shared/conformance/validate/disagree_buckets/validate.json', app.page.url()).href);
-  await app.waitForRendered('#rank-verdicts .verdict');
+  await app.waitForRendered('#rank-verdicts li.verdict');
   const explain = await app.text('#rank-verdicts .verdict.failed pre.explain');
   assert.ok(cliRun.stderr.toString().includes(explain.trim()), `the app says what validate says:\n${explain}\n---\n${cliRun.stderr}`);
   assert.match(explain, /rank 1/);
@@ -216,8 +216,9 @@ test('ranks: a manifest, a folder listing and picked files give validate\'s verd
   await app.screenshot('views-ranks-disagree');
   // Agreement, from a folder listing (ranks from the file names).
   await app.page.goto(new URL('?ranks=files/shared/conformance/validate/llama_four_ranks_ok/', app.page.url()).href);
-  await app.waitForRendered('#rank-verdicts .verdict');
-  assert.match(await app.text('#rank-verdicts .verdict'), /ok 4 rank reports agree for group fsdp/);
+  await app.waitForRendered('#rank-verdicts li.verdict');
+  assert.match(await app.text('#rank-verdicts li.verdict'), /ok 4 rank reports agree for group fsdp/);
+  assert.match(await app.text('#rank-verdicts .signatures'), /the same on all 4 ranks/);
   assert.equal(await app.page.locator('#ranks-table tbody tr').count(), 4);
   // Picked files, the manifest among them.
   const picker = await openApp(t, { path: '?view=ranks' });

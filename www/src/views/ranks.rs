@@ -165,7 +165,10 @@ pub fn read_rank(
 ) -> Result<RankEntry, String> {
     let (kind, report, notes, log_rank) = if commlens::input::holds_graph(bytes) {
         let (graph, plan) = commlens::read_and_plan(bytes, super::choice(bytes, graph), None)
-            .map_err(|e| format!("{file}: {e}"))?;
+            .map_err(|e| match e {
+                commlens::PlanFailure::Input(e) => super::input_error(file, e),
+                e => format!("{file}: {e}"),
+            })?;
         let log_rank = graph
             .dump
             .source
@@ -961,7 +964,7 @@ mod tests {
         let e = read_rank("simple_fsdp.log.gz", None, &log, None)
             .err()
             .unwrap();
-        assert!(e.contains("choose one"), "{e}");
+        assert!(e.contains("choose one") && e.contains("graph=K"), "{e}");
         let read = |name: &str, graph: usize| read_rank(name, None, &log, Some(graph)).unwrap();
         let a = read("rank_0.log.gz", 3);
         assert_eq!(a.kind, RankKind::Graph);
