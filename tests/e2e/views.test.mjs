@@ -218,7 +218,8 @@ test('ranks: a manifest, a folder listing and picked files give validate\'s verd
   await app.page.goto(new URL('?ranks=files/shared/conformance/validate/llama_four_ranks_ok/', app.page.url()).href);
   await app.waitForRendered('#rank-verdicts li.verdict');
   assert.match(await app.text('#rank-verdicts li.verdict'), /ok 4 rank reports agree for group fsdp/);
-  assert.match(await app.text('#rank-verdicts .signatures'), /the same on all 4 ranks/);
+  // (These ranks' graphs differ; their plans agree: the signature is shown, not blamed.)
+  assert.match(await app.text('#rank-verdicts .signatures'), /3 of 4 ranks have another than rank 0's/);
   assert.equal(await app.page.locator('#ranks-table tbody tr').count(), 4);
   // Picked files, the manifest among them.
   const picker = await openApp(t, { path: '?view=ranks' });

@@ -336,7 +336,9 @@ impl RanksView {
                 self.entries.len()
             ),
             (Some(first), false) => format!(
-                "Graph signature: {} of {} ranks planned another graph than rank {} ({}): {}.",
+                "Graph signatures: {} of {} ranks have another than rank {}'s ({}): {}. Graphs \
+                 may differ between ranks (rank-specific values); what must agree is each \
+                 group's digest.",
                 differ.len(),
                 self.entries.len(),
                 show(&first.rank),
@@ -703,7 +705,7 @@ fn ranks_panels(props: &RanksPanelsProps) -> Html {
         <>
             <section class="rank-verdicts" id="rank-verdicts" aria-label="Verdicts per group">
                 <h2>{"Verdicts"}</h2>
-                <p class={classes!("verdict", "signatures", if view.signatures_differ().is_empty() { "ok" } else { "failed" })}>
+                <p class="signatures">
                     { view.signature_verdict() }</p>
                 if view.groups.is_empty() {
                     <p class="muted" id="no-groups">{ if view.entries.iter().any(|e| e.graph.is_some()) {
@@ -731,6 +733,7 @@ fn ranks_panels(props: &RanksPanelsProps) -> Html {
                         { for view.groups.iter().map(|g| html! { <th>{ format!("digest: {g}") }</th> }) }</tr></thead>
                     <tbody>{ for view.entries.iter().map(|e| {
                         let is_blamed = |g: &str| blamed.iter().any(|(r, bg, _)| r == &e.rank && bg == g);
+                        // Graphs may differ per rank: a signature is shown, never blamed.
                         let sig_differs = reference.is_some_and(|r| r.signature != e.signature);
                         html! {
                             <tr data-rank={show(&e.rank)}>
@@ -738,7 +741,7 @@ fn ranks_panels(props: &RanksPanelsProps) -> Html {
                                 <td><code>{ e.file.clone() }</code>
                                     if !e.notes.is_empty() { <span class="muted" title={e.notes.join("\n")}>{" (notes)"}</span> }</td>
                                 <td>{ match e.kind { RankKind::Graph => "graph, planned here", RankKind::Report => "plan report" } }</td>
-                                <td class={classes!(sig_differs.then_some("differs"))}><code>{ e.signature.clone().unwrap_or_else(|| "—".into()) }</code></td>
+                                <td class={classes!(sig_differs.then_some("other-graph"))}><code>{ e.signature.clone().unwrap_or_else(|| "—".into()) }</code></td>
                                 { for view.groups.iter().map(|g| {
                                     let d = digest_of(e, g);
                                     let differs = reference.is_some_and(|r| digest_of(r, g) != d);
