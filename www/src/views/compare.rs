@@ -298,58 +298,96 @@ struct Request {
     linkable: bool,
 }
 
+/// Starts reading an input now, to be awaited later (the base's download overlaps reading
+/// and planning the other side).
+fn read_in_background(input: Input, limit_mb: Option<u64>) -> js_sys::Promise {
+    wasm_bindgen_futures::future_to_promise(async move {
+        let (label, _, bytes) = read_input(&input, limit_mb)
+            .await
+            .map_err(|e| wasm_bindgen::JsValue::from_str(&e))?;
+        let pair = js_sys::Array::new();
+        pair.push(&label.into());
+        pair.push(&js_sys::Uint8Array::from(&bytes[..]));
+        Ok(pair.into())
+    })
+}
+
+/// The label and bytes [`read_in_background`] read, or why it could not.
+async fn finish_reading(promise: js_sys::Promise) -> Result<(String, Vec<u8>), String> {
+    let value = wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .map_err(|e| e.as_string().unwrap_or_else(|| browser::js_err(e)))?;
+    let pair = js_sys::Array::from(&value);
+    let label = pair.get(0).as_string().unwrap_or_default();
+    let bytes = js_sys::Uint8Array::new(&pair.get(1)).to_vec();
+    Ok((label, bytes))
+}
+
 fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
     wasm_bindgen_futures::spawn_local(async move {
         let now = browser::now_ms;
         let started = now();
+        let failed = |e: String| dispatch.dispatch(ViewsAction::Failed(e));
+        // Both downloads start now; the base is read once the plan after is on its way.
+        let before_source = match &req.before {
+            Some(Input::Source(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let before = req
+            .before
+            .clone()
+            .map(|input| read_in_background(input, req.limit_mb));
         dispatch.dispatch(ViewsAction::Busy("reading the plan after…".into()));
         let after = match read_input(&req.after, req.limit_mb).await {
             Ok(a) => a,
-            Err(e) => return dispatch.dispatch(ViewsAction::Failed(e)),
+            Err(e) => return failed(e),
         };
-        let before = match &req.before {
-            Some(input) => {
-                dispatch.dispatch(ViewsAction::Busy("reading the plan before…".into()));
-                match read_input(input, req.limit_mb).await {
-                    Ok(b) => Some(b),
-                    Err(e) => return dispatch.dispatch(ViewsAction::Failed(e)),
-                }
-            }
-            None => None,
-        };
-        dispatch.dispatch(ViewsAction::Busy("planning and comparing…".into()));
+        dispatch.dispatch(ViewsAction::Busy("planning the plan after…".into()));
         browser::yield_now().await;
-        let result = (|| {
-            let after_side = read_one(
-                &after.0,
-                after.1,
-                &after.2,
-                &req.after_settings,
-                req.graph,
-                now,
-            )?;
-            let before_side = match before {
-                Some((label, source, bytes)) => {
-                    read_one(&label, source, &bytes, &req.before_settings, req.graph, now)?
-                }
-                // One dump under two settings: read once, planned twice.
-                None => match &after_side.graph {
-                    Some(g) => plan_side(g.loaded.0.clone(), &req.before_settings, now)?,
-                    None => {
-                        return Err(format!(
-                            "{} is a plan report: it has one plan only; compare it with another (base=)",
-                            after_side.label
-                        ))
-                    }
-                },
-            };
-            Ok(Comparison::new(before_side, after_side, now))
-        })();
-        match result {
-            Ok(c) => {
+        let after_side = match read_one(
+            &after.0,
+            after.1,
+            &after.2,
+            &req.after_settings,
+            req.graph,
+            now,
+        ) {
+            Ok(side) => side,
+            Err(e) => return failed(e),
+        };
+        drop(after.2);
+        let before_side = match before {
+            Some(promise) => {
+                dispatch.dispatch(ViewsAction::Busy("reading the plan before…".into()));
+                let (label, bytes) = match finish_reading(promise).await {
+                    Ok(b) => b,
+                    Err(e) => return failed(e),
+                };
+                browser::yield_now().await;
+                read_one(
+                    &label,
+                    before_source,
+                    &bytes,
+                    &req.before_settings,
+                    req.graph,
+                    now,
+                )
+            }
+            // One dump under two settings: read once, planned twice.
+            None => match &after_side.graph {
+                Some(g) => plan_side(g.loaded.0.clone(), &req.before_settings, now),
+                None => Err(format!(
+                    "{} is a plan report: it has one plan only; compare it with another (base=)",
+                    after_side.label
+                )),
+            },
+        };
+        match before_side {
+            Ok(before_side) => {
+                let c = Comparison::new(before_side, after_side, now);
                 dispatch.dispatch(ViewsAction::Compared(Shared::new(c), req.linkable, started))
             }
-            Err(e) => dispatch.dispatch(ViewsAction::Failed(e)),
+            Err(e) => failed(e),
         }
     });
 }
