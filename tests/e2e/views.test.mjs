@@ -330,3 +330,12 @@ test('ranks: several TORCH_TRACE logs at once, their graph chosen by the link', 
   assert.match(await bare.text('#error'), /post-grad graphs; choose one[\s\S]*graph=K/);
   app.assertNoErrors();
 });
+
+test('a review link missing its other side says so', async (t) => {
+  for (const [path, re] of [['?base=x.json', /not the plan after: add src=/], ['?before=x.json', /not the graph after: add src=/]]) {
+    const app = await openApp(t, { path });
+    await app.waitForRendered('#error');
+    assert.match(await app.text('#error'), re);
+    app.assertNoErrors();
+  }
+});

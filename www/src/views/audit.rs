@@ -103,6 +103,12 @@ fn run(
 
 /// Starts the audit a link asks for.
 pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUrl) {
+    if let (Some(_), None) = (&url.before, &url.main.source) {
+        dispatch.dispatch(ViewsAction::Failed(
+            "the link names the graph before (before=) but not the graph after: add src=URL".into(),
+        ));
+        return;
+    }
     if let (Some(before), Some(after)) = (url.before.clone(), url.main.source.clone()) {
         run(
             dispatch,

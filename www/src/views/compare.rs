@@ -395,6 +395,11 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
 /// Starts the comparison a link asks for.
 pub fn start_from_link(dispatch: UseReducerDispatcher<ViewsState>, url: &ViewsUrl) {
     let Some(after) = url.main.source.clone() else {
+        if url.base.is_some() || url.base_settings.is_some() {
+            dispatch.dispatch(ViewsAction::Failed(
+                "the link names the plan before (base= or b… settings) but not the plan after: add src=URL (or example=KEY)".into(),
+            ));
+        }
         return;
     };
     let after_settings = url.main.settings.clone();
