@@ -95,6 +95,16 @@ test('compare: one dump under two settings is the CLI diff, charts share one vie
       assert.equal(opacity, ids.has(id) ? '1' : '0.35', `${scope} ${id}`);
     }
   }
+  // Decisions removed are outlined on the chart before, those added on the chart after.
+  for (const [which, scope] of [['removed', '#chart-before'], ['added', '#chart-after']]) {
+    const marks = await app.page.evaluate((sel) => [...document.querySelectorAll(`${sel} svg [data-split], ${sel} svg [data-skip]`)]
+      .map((g) => [g.hasAttribute('data-split') ? 'split' : 'skip', g.getAttribute('data-node'), getComputedStyle(g).outlineStyle]), scope);
+    const listed = new Set(diff.decisions[which].filter((d) => d.action !== 'singleton').map((d) => `${d.action} ${d.node}`));
+    for (const [action, node, outline] of marks) {
+      assert.equal(outline, listed.has(`${action} ${node}`) ? 'solid' : 'none', `${scope} ${action} at ${node}`);
+    }
+    if (which === 'added') assert.ok(marks.some(([, , o]) => o === 'solid'), 'an added split is drawn and outlined');
+  }
   // One view for both charts.
   let [b, a] = await ranges(app);
   assert.deepEqual(b, a);
