@@ -426,6 +426,31 @@ fn inputs_that_are_not_plans_are_named() {
     }
 }
 
+/// The app draws a graph side itself and hands only plan documents to `read_side`: the two
+/// must agree on which is which.
+#[test]
+fn plan_documents_are_told_from_graphs() {
+    use commlens::diff::is_plan_document;
+    for name in ["mlp_default", "llama2_capacity", "llama1_gzip_dump"] {
+        let dir = case(name);
+        let dump = std::fs::read(dir.join("dump.json"))
+            .or_else(|_| std::fs::read(dir.join("dump.json.gz")))
+            .unwrap();
+        assert!(!is_plan_document(&dump), "{name}: its dump is a graph");
+        assert!(
+            is_plan_document(&common::read(&dir.join("plan.json"))),
+            "{name}: its report"
+        );
+    }
+    assert!(is_plan_document(&common::read(
+        &case("err_policy_cap_zero").join("plan.json")
+    )));
+    assert!(
+        !is_plan_document(b"garbage"),
+        "undecided input goes the dump's way"
+    );
+}
+
 #[test]
 fn a_gzip_report_reads_as_its_json() {
     use std::io::Write;

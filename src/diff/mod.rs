@@ -16,7 +16,7 @@
 mod read;
 mod render;
 
-pub use read::{read_side, read_side_with, SideError};
+pub use read::{is_plan_document, read_side, read_side_with, SideError};
 pub use render::{DIFF_FORMAT, DIFF_VERSION};
 
 use crate::planner::{Action, BucketId, CollectiveKind, FastMap, Reason};

@@ -74,6 +74,13 @@ pub fn read_side_with(
     }
 }
 
+/// Whether `bytes` are a plan document (a plan report, or the record of a failed plan) rather
+/// than a graph: what [`read_side`] takes as a report. The app reads a graph itself (to draw
+/// it) and hands only these to [`read_side`].
+pub fn is_plan_document(bytes: &[u8]) -> bool {
+    matches!(sniff(bytes), Sniffed::Report | Sniffed::FailedPlan)
+}
+
 impl PlanSide {
     /// The side of a plan in memory (what the app holds after planning).
     pub fn from_plan(plan: &BucketPlan, graph: &Graph) -> PlanSide {

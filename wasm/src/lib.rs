@@ -1,5 +1,5 @@
-//! `commlens-wasm`: the core's plan and plan-diff entry points exported to JavaScript through
-//! wasm-bindgen.
+//! `commlens-wasm`: the core's plan, plan-diff and audit entry points exported to JavaScript
+//! through wasm-bindgen.
 //!
 //! Thin on purpose (like ruff's wasm crate): no logic lives here. `cargo xtask test` builds it
 //! for `wasm32-unknown-unknown`, binds it for Node (`target/wasm-node/`), and
@@ -198,4 +198,67 @@ pub fn plan_report_with_tags_native(
     commlens::read_and_plan_with(dump, None, args_json.map(str::as_bytes), mode)
         .map(|planned| planned.to_json())
         .map_err(|failure| failure.to_string())
+}
+
+/// `commlens audit BEFORE AFTER [--json]` as a function: what a transform did to each
+/// collective's identity. Each side a dump or a trace log (`graph` picks a log's graph).
+/// Returns exactly what the CLI prints on stdout; on failure throws an `Error` naming the side.
+#[wasm_bindgen]
+pub fn audit_report(
+    before: &[u8],
+    after: &[u8],
+    graph: Option<usize>,
+    json: bool,
+) -> Result<String, JsValue> {
+    audit_report_native(before, after, graph, json).map_err(|message| JsError::new(&message).into())
+}
+
+/// [`audit_report`] without JavaScript types.
+pub fn audit_report_native(
+    before: &[u8],
+    after: &[u8],
+    graph: Option<usize>,
+    json: bool,
+) -> Result<String, String> {
+    let read = |bytes: &[u8], which: &str| {
+        commlens::input::read_graph(bytes, graph).map_err(|e| format!("{which}: {e}"))
+    };
+    let before = read(before, "before")?;
+    let after = read(after, "after")?;
+    let audit = commlens::identity::audit(&before, &after);
+    let report = commlens::identity::json::AuditReport {
+        before,
+        after,
+        audit,
+    };
+    Ok(if json {
+        report.to_json()
+    } else {
+        report.to_text()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The binding prints what the core's audit report prints (the CLI's output).
+    #[test]
+    fn audit_report_is_the_cores() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/identity/cases");
+        let before = std::fs::read(dir.join("bucketing_mixed_role.before.json")).unwrap();
+        let after = std::fs::read(dir.join("bucketing_mixed_role.after.json")).unwrap();
+        let direct = commlens::identity::json::AuditReport::from_dumps(&before, &after).unwrap();
+        assert_eq!(
+            audit_report_native(&before, &after, None, true).unwrap(),
+            direct.to_json()
+        );
+        assert_eq!(
+            audit_report_native(&before, &after, None, false).unwrap(),
+            direct.to_text()
+        );
+        let e = audit_report_native(b"{", &after, None, true).unwrap_err();
+        assert!(e.starts_with("before: "), "{e}");
+    }
 }

@@ -3,6 +3,7 @@
 //!
 //! - `app`: the root component; `state`: its reducer; `components/`: one file per panel.
 //! - `model`: the data the panels show, computed by the core; `url_state`: the address bar.
+//! - `views`: the review pages (compare two plans, audit a transform, check ranks).
 //! - `browser`: web-sys helpers; `limits`: the input-size limit; `fatal`: the panic banner.
 
 mod app;
@@ -13,11 +14,21 @@ mod limits;
 mod model;
 mod state;
 mod url_state;
+mod views;
 
 fn main() {
     fatal::install();
     // The app renders into `#app`, beside the `#fatal` banner it must never clear.
-    match browser::document().and_then(|d| d.get_element_by_id("app")) {
+    let root = browser::document().and_then(|d| d.get_element_by_id("app"));
+    // A link to a review view (compare, audit, ranks) opens that page instead.
+    if views::wanted() {
+        match root {
+            Some(root) => yew::Renderer::<views::Views>::with_root(root).render(),
+            None => yew::Renderer::<views::Views>::new().render(),
+        };
+        return;
+    }
+    match root {
         Some(root) => yew::Renderer::<app::App>::with_root(root).render(),
         None => yew::Renderer::<app::App>::new().render(),
     };

@@ -263,6 +263,12 @@ pub fn controls(props: &ControlsProps) -> Html {
                     <p class="muted">{"A dropped file cannot be linked: the link reproduces the settings, selection and zoom once the same file is loaded."}</p>
                 }
             </div>
+            if loaded.source.is_some() {
+                // The review page's base plan is the dump's own settings (`bplans=dump`).
+                <p class="compare-link"><a id="compare-link" href={format!("{}{}bplans=dump",
+                    props.share_url, if props.share_url.contains('?') { "&" } else { "?" })}>
+                    {"Compare these settings with the dump's own"}</a></p>
+            }
             <div class="exports">
                 <button id="export-svg" class="export-svg" onclick={export(Export::Svg)}>{"Timeline SVG"}</button>
                 <button id="export-report" class="export-report" onclick={export(Export::Report)}>{"Plan report JSON"}</button>

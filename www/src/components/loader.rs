@@ -137,6 +137,10 @@ pub fn welcome(props: &WelcomeProps) -> Html {
             <pre class="snippet"><code>{"pip install ./python      # from the commlens repository\n\nimport commlens_dump\ncommlens_dump.dump(gm, \"step0.json.gz\", group_ranks={\"fsdp\": [0, 1, 2, 3]}, model=model)"}</code></pre>
             <p>{"or, for every graph Inductor compiles: "}<code>{"commlens_dump.install(\"dumps/\")"}</code>{". "}
                <a href="docs/exporter.md">{"The exporter's guide"}</a>{" · "}<a href="docs/app.md">{"this app's guide"}</a></p>
+            <h2>{"Reviewing a change"}</h2>
+            <p id="review-links"><a href="?view=compare">{"Compare two plans"}</a>{" (two dumps or reports, or one dump under two settings) · "}
+               <a href="?view=audit">{"audit a transform"}</a>{" (a graph before and after a compiler pass) · "}
+               <a href="?view=ranks">{"check ranks"}</a>{" (every rank's dump, trace log or report at once)."}</p>
             <details class="limits">
                 <summary>{"Limits"}</summary>
                 <label for="limit-mb">{"Largest dump to read (MiB)"}</label>
