@@ -31,7 +31,7 @@ pub mod trace;
 
 pub use collectives::{CollectiveRow, Collectives};
 pub use export::ExportSettings;
-pub use input::{BucketIn, CollectiveIn, DecisionIn, TimelineInput};
+pub use input::{BucketIn, CollectiveIn, DecisionIn, TimelineInput, UnplannedIn};
 pub use lane::Lane;
 pub use palette::{role_colour, Rgb};
 pub use scene::{build_scene, build_scene_with, LaneKey, SceneOptions, TimelineScene, Viewport};

@@ -115,6 +115,8 @@ pub enum LaneKey {
     Buckets(Lane),
     /// Collectives the planner skipped.
     Skipped,
+    /// Collectives the plan does not bucket and did not decide on (untagged, c10d).
+    Unplanned,
 }
 
 impl LaneKey {
@@ -122,6 +124,7 @@ impl LaneKey {
         match self {
             LaneKey::Buckets(lane) => lane.label(),
             LaneKey::Skipped => "skipped".to_string(),
+            LaneKey::Unplanned => "not planned".to_string(),
         }
     }
 }
@@ -291,6 +294,31 @@ pub struct SkipMark {
     pub aria: String,
 }
 
+/// A collective the plan does not bucket (or, in dense views, every one launched in a bin),
+/// from its launch to its completion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommMark {
+    pub x0: f64,
+    pub x1: f64,
+    pub y: f64,
+    pub row: usize,
+    /// The launch node's name (the first one's, for a group).
+    pub node: Rc<str>,
+    pub role: Option<Rc<str>>,
+    /// The graph range it spans (a group: all of its members').
+    pub from: u32,
+    pub to: u32,
+    pub count: usize,
+    pub grouped: bool,
+    pub title: String,
+    pub aria: String,
+}
+
+/// Height of a [`CommMark`].
+pub const COMM_H: f64 = 8.0;
+/// Rows the not-planned lane grows to; later marks share the last row.
+pub const COMM_ROWS: usize = 4;
+
 /// What a legend entry shows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LegendShape {
@@ -300,6 +328,7 @@ pub enum LegendShape {
     Skip,
     Column,
     Overflow,
+    Comm,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -347,6 +376,8 @@ pub struct TimelineScene {
     pub columns: Vec<ColumnMark>,
     pub splits: Vec<SplitMark>,
     pub skips: Vec<SkipMark>,
+    /// Collectives the plan does not bucket.
+    pub comms: Vec<CommMark>,
     pub legend: Vec<LegendItem>,
     pub axis: Vec<AxisTick>,
     /// Whether lanes show columns instead of bars.
@@ -537,8 +568,11 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         .map(|b| LaneKey::Buckets(b.lane))
         .collect();
     let has_skips = input.decisions.iter().any(|d| d.action == Action::Skip);
-    if has_skips || keys.is_empty() {
+    if has_skips || (keys.is_empty() && input.unplanned.is_empty()) {
         keys.insert(LaneKey::Skipped);
+    }
+    if !input.unplanned.is_empty() {
+        keys.insert(LaneKey::Unplanned);
     }
     let lane_keys: Vec<LaneKey> = keys.into_iter().collect();
     let lane_of = |lane: Lane| {
@@ -892,6 +926,118 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         aggregate_unlabelled(&mut skips, &mut skip_labels, |_| 0, |s| s.x);
     }
 
+    // Collectives the plan does not bucket: launch to completion, packed into a few rows;
+    // dense sets merge per bin of their launch.
+    let comms_in: Vec<usize> = input
+        .unplanned
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| {
+            let (a, b) = u.span();
+            (b as f64) + 1.0 > vp.x0 && (a as f64) < vp.x1
+        })
+        .map(|(i, _)| i)
+        .collect();
+    culled += input.unplanned.len() - comms_in.len();
+    let mut comms: Vec<CommMark> = Vec::new();
+    if comms_in.len() > MAX_MARKS {
+        let mut merged: std::collections::BTreeMap<i64, CommMark> = Default::default();
+        for &i in &comms_in {
+            let u = &input.unplanned[i];
+            let (a, b) = u.span();
+            let x = clip(px(u.node as f64 + 0.5));
+            let k = ((x - plot_x0) / BIN).floor() as i64;
+            let m = merged.entry(k).or_insert_with(|| CommMark {
+                x0: plot_x0 + k as f64 * BIN,
+                x1: plot_x0 + (k as f64 + 1.0) * BIN,
+                y: 0.0,
+                row: 0,
+                node: u.name.clone(),
+                role: u.role.clone(),
+                from: a,
+                to: b,
+                count: 0,
+                grouped: true,
+                title: String::new(),
+                aria: String::new(),
+            });
+            m.count += 1;
+            m.from = m.from.min(a);
+            m.to = m.to.max(b);
+            if m.role != u.role {
+                m.role = None;
+            }
+        }
+        for (_, mut m) in merged {
+            m.title = format!(
+                "{} collectives not planned, launched here (#{}–#{}); zoom in to see each",
+                m.count, m.from, m.to
+            );
+            m.aria = format!(
+                "{} collectives not planned; press Enter to zoom in",
+                m.count
+            );
+            comms.push(m);
+        }
+    } else {
+        let mut row_end: Vec<f64> = Vec::new();
+        for &i in &comms_in {
+            let u = &input.unplanned[i];
+            let (a, b) = u.span();
+            let (mut x0, mut x1) = (clip(px(a as f64)), clip(px(b as f64 + 1.0)));
+            if x1 - x0 < 3.0 {
+                let c = ((x0 + x1) / 2.0).clamp(plot_x0 + 1.5, plot_x1 - 1.5);
+                x0 = c - 1.5;
+                x1 = c + 1.5;
+            }
+            let row = match row_end.iter().position(|&end| x0 >= end + 2.0) {
+                Some(r) => r,
+                None if row_end.len() < COMM_ROWS => {
+                    row_end.push(f64::NEG_INFINITY);
+                    row_end.len() - 1
+                }
+                None => COMM_ROWS - 1,
+            };
+            row_end[row] = row_end[row].max(x1);
+            let role = u
+                .role
+                .as_deref()
+                .unwrap_or(super::collectives::UNCLASSIFIED);
+            let completes = match u.completion {
+                Some(c) => format!("completes at #{c}"),
+                None => "no completion node in the graph".to_string(),
+            };
+            comms.push(CommMark {
+                x0,
+                x1,
+                y: 0.0,
+                row,
+                node: u.name.clone(),
+                role: u.role.clone(),
+                from: a,
+                to: b,
+                count: 1,
+                grouped: false,
+                title: format!(
+                    "not planned: {} ({} {})\n{} (#{}), {completes}\ngroup {} · {} · {role}",
+                    u.lane.label(),
+                    u.api.as_str(),
+                    u.lane.transport_label(),
+                    u.name,
+                    u.node,
+                    u.group.as_deref().unwrap_or(crate::identity::UNKNOWN_GROUP),
+                    u.lane.phase().as_str(),
+                ),
+                aria: format!(
+                    "not planned ({}, {}): {}; press Enter for details",
+                    u.lane.label(),
+                    u.api.as_str(),
+                    u.name
+                ),
+            });
+        }
+    }
+
     // Vertical layout.
     let mut texts: Vec<TextMark> = Vec::new();
     let title = if input.title.is_empty() {
@@ -954,6 +1100,10 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         // Lane name and note: in the left margin when wide, else on a line of their own.
         let (name, note) = match key {
             LaneKey::Skipped => (key.label(), format!("{} in view", skips_visible.len())),
+            LaneKey::Unplanned => (
+                key.label(),
+                format!("{} in view (untagged or c10d)", comms_in.len()),
+            ),
             LaneKey::Buckets(_) if dense => {
                 let n: usize = bins[li].values().map(|b| b.count).sum();
                 let max = bins[li].values().map(|b| b.max).max().unwrap_or(0);
@@ -1039,6 +1189,31 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
             y += 5.0 + LANE_SIZE + 4.0;
         }
         match key {
+            LaneKey::Unplanned => {
+                let rows_y = y + 4.0;
+                let rows = comms.iter().map(|m| m.row + 1).max().unwrap_or(1);
+                let pitch = COMM_H + 3.0;
+                let rows_h = rows as f64 * pitch;
+                for m in comms.iter_mut() {
+                    m.y = rows_y + m.row as f64 * pitch;
+                }
+                y = rows_y + rows_h + 6.0;
+                let height = (y - lane_y).max(if wide {
+                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
+                } else {
+                    0.0
+                });
+                y = lane_y + height;
+                lanes.push(LaneBox {
+                    key: *key,
+                    y: lane_y,
+                    height,
+                    rows_y,
+                    rows_h,
+                    rows,
+                    shaded: li % 2 == 0,
+                });
+            }
             LaneKey::Skipped => {
                 let rows_y = y;
                 let mark_y = rows_y + 8.0;
@@ -1377,6 +1552,9 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     if skip_lane.is_some() {
         entries.push((LegendShape::Skip, "skipped (reason)".into()));
     }
+    if !input.unplanned.is_empty() {
+        entries.push((LegendShape::Comm, "not planned: launch → completion".into()));
+    }
     let mut legend = Vec::new();
     let mut x = 8.0;
     for (shape, label) in entries {
@@ -1427,6 +1605,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         columns,
         splits,
         skips,
+        comms,
         legend,
         axis,
         dense,

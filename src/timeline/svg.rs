@@ -2,16 +2,17 @@
 //! kind of mark.
 //!
 //! The frame (title, lanes, axis, legend) is drawn on one backend; each countable mark (bucket
-//! bar, column, overflow strip, split, skip) is drawn by plotters on its own backend and
+//! bar, column, overflow strip, split, skip, not-planned collective) is drawn by plotters on its own backend and
 //! wrapped in a `<g>` carrying `data-*` attributes, a `<title>` tooltip, and what keyboard and
 //! screen-reader users need (`tabindex="0"`, `role="button"`, `aria-label`), so the output can
 //! be counted, clicked, focused and read. Every user-provided string is XML-escaped (plotters
 //! escapes text it draws; this module escapes attributes and titles).
 
+use super::palette::role_colour;
 use super::palette::{Rgb, GRID, INK, LANE_BG, SKIP, SPLIT};
 use super::scene::{
-    Anchor, BarMark, ColumnMark, LegendItem, LegendShape, OverflowMark, SkipMark, SplitMark,
-    TextMark, TimelineScene,
+    Anchor, BarMark, ColumnMark, CommMark, LegendItem, LegendShape, OverflowMark, SkipMark,
+    SplitMark, TextMark, TimelineScene, COMM_H,
 };
 use super::text::FONT_FAMILY;
 use crate::planner::Reason;
@@ -191,8 +192,48 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
     for (i, s) in scene.skips.iter().enumerate() {
         skip_mark(&mut out, size, i, s);
     }
+    out.push_str("</g>\n<g class=\"comms\">\n");
+    for (i, c) in scene.comms.iter().enumerate() {
+        comm_mark(&mut out, size, i, c);
+    }
     out.push_str("</g>\n</svg>\n");
     out
+}
+
+/// A collective's span, filled with its role's colour and outlined (bucket bars are not), so
+/// it reads as "not planned" next to the buckets.
+fn comm_box(area: &Area, a: (i32, i32), b: (i32, i32), fill: Rgb) -> Result<(), String> {
+    e(area.draw(&Rectangle::new([a, b], colour(fill).filled())))?;
+    e(area.draw(&Rectangle::new([a, b], colour(INK).stroke_width(1))))
+}
+
+fn comm_mark(out: &mut String, size: (u32, u32), index: usize, c: &CommMark) {
+    let body = fragment(size, |area| {
+        comm_box(
+            area,
+            (c.x0.round() as i32, c.y.round() as i32),
+            (c.x1.round() as i32, (c.y + COMM_H).round() as i32),
+            role_colour(c.role.as_deref()),
+        )
+    });
+    let attr = if c.grouped {
+        "data-comm-group"
+    } else {
+        "data-comm"
+    };
+    let _ = write!(
+        out,
+        "<g {attr}=\"{}\" data-mark=\"c{index}\" data-node=\"{}\" data-role=\"{}\" data-from=\"{}\" data-to=\"{}\" data-count=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
+        c.count,
+        xml_escape(&c.node),
+        xml_escape(c.role.as_deref().unwrap_or("unclassified")),
+        c.from,
+        c.to + 1,
+        c.count,
+        focusable(&c.aria),
+        xml_escape(&c.title),
+        body
+    );
 }
 
 /// The attributes that make a mark focusable and named.
@@ -472,6 +513,7 @@ fn legend_item(area: &Area, l: &LegendItem) -> Result<(), String> {
                 )))?;
             }
         }
+        LegendShape::Comm => comm_box(area, (x, y - 4), (x + 16, y + 4), role_colour(None))?,
         LegendShape::Overflow => {
             e(area.draw(&Rectangle::new(
                 [(x, y - 4), (x + 16, y + 4)],

@@ -6,11 +6,16 @@
 use crate::url_state::{Filter, SourceRef};
 use commlens::graph::Graph;
 use commlens::identity::Code;
+use commlens::input::Format;
 use commlens::planner::{Action, BucketPlan, Planner, Reason};
+use commlens::tags::DerivedTags;
 use commlens::timeline::collectives::{source_label, UNCLASSIFIED};
 use commlens::timeline::{Collectives, TimelineInput};
+use commlens::tracelog::GraphSummary;
 use commlens::value::PyValue;
+use commlens::TagMode;
 use serde_json::{json, Map, Value};
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -124,6 +129,9 @@ pub struct Settings {
     pub max_input_distance: Option<u64>,
     pub max_consumer_distance: Option<u64>,
     pub plans: PlansMode,
+    /// Where the planner's FSDP tags come from: the dump's, or derived from semantic roles
+    /// (`commlens plan --tags roles`).
+    pub tags: TagMode,
 }
 
 impl Default for Settings {
@@ -133,6 +141,7 @@ impl Default for Settings {
             max_input_distance: None,
             max_consumer_distance: None,
             plans: PlansMode::Dump,
+            tags: TagMode::Dump,
         }
     }
 }
@@ -287,11 +296,94 @@ pub fn plans_problem(graph: &Graph, plans: &PlansMode) -> Option<String> {
         .map(|e| e.message)
 }
 
+/// A trace log's post-grad graphs (`commlens graphs`), and the log's text, kept so that
+/// another graph can be chosen without reading the file again.
+pub struct LogGraphs {
+    /// The log, decompressed.
+    pub text: Rc<[u8]>,
+    pub graphs: Vec<GraphSummary>,
+}
+
+impl LogGraphs {
+    /// The graph a log opens on when no graph is chosen: the first that reads and holds
+    /// collectives, else the first that reads, else the first.
+    pub fn default_choice(&self) -> usize {
+        let readable = |g: &&GraphSummary| g.content.is_ok();
+        self.graphs
+            .iter()
+            .filter(readable)
+            .find(|g| g.content.as_ref().is_ok_and(|c| c.collectives > 0))
+            .or_else(|| self.graphs.iter().find(readable))
+            .map_or(0, |g| g.index)
+    }
+}
+
+/// What [`read_input`] read: the chosen graph prepared for planning, and for a trace log its
+/// graphs and which one was chosen.
+pub struct ReadInput {
+    pub planner: Planner<Rc<Graph>>,
+    pub log: Option<(Shared<LogGraphs>, usize)>,
+    /// A chosen graph that could not be used (out of range), and what was used instead.
+    pub notice: Option<String>,
+}
+
+/// Reads a dump or a trace log (plain or gzip, told apart by content: `commlens::input`, the
+/// door every shell reads through). A log opens on graph `choice`, or on
+/// [`LogGraphs::default_choice`]. Errors are the core's messages.
+pub fn read_input(bytes: &[u8], choice: Option<usize>) -> Result<ReadInput, String> {
+    let (format, plain) = commlens::input::detect(bytes).map_err(|e| e.to_string())?;
+    match format {
+        Format::Dump => Ok(ReadInput {
+            planner: commlens::input::read_prepared(&plain, None).map_err(|e| e.to_string())?,
+            log: None,
+            notice: choice
+                .filter(|k| *k != 0)
+                .map(|k| format!("graph={k}: the input is a graph dump, which holds one graph")),
+        }),
+        Format::TraceLog => {
+            // A log without post-grad graphs fails here, saying what it holds.
+            let graphs = commlens::input::graphs(&plain).map_err(|e| e.to_string())?;
+            let log = LogGraphs {
+                text: Rc::from(plain.into_owned()),
+                graphs,
+            };
+            let mut notice = None;
+            let chosen = match choice {
+                Some(k) if k < log.graphs.len() => k,
+                Some(k) => {
+                    let fallback = log.default_choice();
+                    notice = Some(format!(
+                        "graph={k}: the trace log holds {} post-grad graph(s) (0 to {}); showing graph {fallback}",
+                        log.graphs.len(),
+                        log.graphs.len().saturating_sub(1)
+                    ));
+                    fallback
+                }
+                None => log.default_choice(),
+            };
+            let log = Shared::new(log);
+            let planner = read_log_graph(&log, chosen)?;
+            Ok(ReadInput {
+                planner,
+                log: Some((log, chosen)),
+                notice,
+            })
+        }
+    }
+}
+
+/// Graph `choice` of a log already read, prepared for planning.
+pub fn read_log_graph(log: &LogGraphs, choice: usize) -> Result<Planner<Rc<Graph>>, String> {
+    commlens::input::read_prepared(&log.text, Some(choice)).map_err(|e| e.to_string())
+}
+
 /// A dump that was read, classified and prepared for planning.
 pub struct Loaded {
     pub label: String,
     /// Where it came from, when a link can reproduce it.
     pub source: Option<SourceRef>,
+    /// For a trace log: its graphs, and the one shown.
+    pub log: Option<(Shared<LogGraphs>, usize)>,
     pub graph: Rc<Graph>,
     /// The graph prepared for planning once; every re-plan reuses it.
     pub planner: Rc<Planner<Rc<Graph>>>,
@@ -299,6 +391,70 @@ pub struct Loaded {
     /// Overview counts that do not depend on the plan.
     pub base: Rc<Overview>,
     pub bytes: usize,
+    /// The graph with tags derived from roles, prepared for planning: made the first time
+    /// the tags switch asks for it.
+    roles: OnceCell<Rc<RolesPlanner>>,
+    /// Why the dump's own tags plan to nothing (`commlens::untagged_note`), once asked.
+    untagged: OnceCell<Option<String>>,
+}
+
+/// `--tags roles`: the graph with the FSDP pass's tags derived from semantic roles, prepared
+/// for planning, and what was derived.
+pub struct RolesPlanner {
+    pub planner: Planner<Rc<Graph>>,
+    pub derived: DerivedTags,
+}
+
+impl Loaded {
+    /// A graph prepared for planning, classified once (every re-plan reuses both).
+    pub fn new(
+        label: String,
+        source: Option<SourceRef>,
+        log: Option<(Shared<LogGraphs>, usize)>,
+        planner: Planner<Rc<Graph>>,
+        bytes: usize,
+    ) -> Loaded {
+        let graph = planner.graph_holder().clone();
+        let collectives = Collectives::classify(&graph);
+        let base = base_overview(&collectives);
+        Loaded {
+            label,
+            source,
+            log,
+            graph,
+            planner: Rc::new(planner),
+            collectives: Shared::new(collectives),
+            base: Rc::new(base),
+            bytes,
+            roles: OnceCell::new(),
+            untagged: OnceCell::new(),
+        }
+    }
+
+    /// The graph with tags derived from roles, prepared for planning (derived once).
+    pub fn roles(&self) -> Rc<RolesPlanner> {
+        self.roles
+            .get_or_init(|| {
+                let (graph, derived) = commlens::derive_tags(&self.graph);
+                Rc::new(RolesPlanner {
+                    planner: Planner::new(Rc::new(graph)),
+                    derived,
+                })
+            })
+            .clone()
+    }
+
+    /// Why the dump's own tags planned to nothing, when its collectives have FSDP roles.
+    pub fn untagged_note(&self) -> Option<String> {
+        self.untagged
+            .get_or_init(|| commlens::untagged_note(&self.graph))
+            .clone()
+    }
+
+    /// The trace log's graph on screen (`None` for a dump).
+    pub fn graph_choice(&self) -> Option<usize> {
+        self.log.as_ref().map(|(_, k)| *k)
+    }
 }
 
 /// What one plan says of one collective (aligned with `Collectives::rows`).
@@ -398,6 +554,12 @@ pub struct Planned {
     pub overview: Shared<Overview>,
     /// Why the planner could not run (argument errors), shown instead of buckets.
     pub error: Option<String>,
+    /// With tags derived from roles: what was derived (the graph it planned is the loaded
+    /// graph with those tags).
+    pub roles: Option<Rc<RolesPlanner>>,
+    /// What the plan's tags rest on, in words: the derived tags' description, or why the
+    /// dump's own tags planned to nothing.
+    pub tags_note: Option<String>,
     /// The core planner's own time, and everything after it.
     pub plan_ms: f64,
     pub views_ms: f64,
@@ -407,9 +569,12 @@ pub struct Planned {
 impl Planned {
     /// The plan report JSON (`commlens plan`'s output, byte for byte).
     pub fn report_json(&self, graph: &Graph) -> String {
-        match &self.plan {
-            Some(p) => commlens::planner::report::plan_to_json(p, graph),
-            None => String::new(),
+        match (&self.plan, &self.roles) {
+            (Some(p), Some(roles)) => {
+                commlens::plan_json_with(p, roles.planner.graph(), Some(&roles.derived))
+            }
+            (Some(p), None) => commlens::planner::report::plan_to_json(p, graph),
+            (None, _) => String::new(),
         }
     }
 }
@@ -418,12 +583,20 @@ impl Planned {
 pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Planned {
     let t0 = now();
     let graph = &loaded.graph;
-    let args = settings.args_json(graph);
-    let planner_args = commlens::resolve_args(graph, Some(&args));
+    let roles = (settings.tags == TagMode::Roles).then(|| loaded.roles());
+    // The graph planned: the loaded one, or the same nodes with tags derived from roles.
+    let planner = roles.as_ref().map_or(&*loaded.planner, |r| &r.planner);
+    let args = settings.args_json(planner.graph());
+    let planner_args = commlens::resolve_args(planner.graph(), Some(&args));
     // The graph was prepared for planning once, at load: a re-plan only redoes the
     // argument-dependent work.
-    let result = loaded.planner.plan(&planner_args);
+    let result = planner.plan(&planner_args);
     let t1 = now();
+    let tags_note = match (&roles, &result) {
+        (Some(r), _) => Some(r.derived.describe()),
+        (None, Ok(p)) if p.summary.tagged_collectives == 0 => loaded.untagged_note(),
+        _ => None,
+    };
     let (timeline, plan, error) = match result {
         Ok(p) => {
             let t =
@@ -479,6 +652,8 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
         columns: Shared::new(columns),
         overview: Shared::new(overview),
         error,
+        roles,
+        tags_note,
         plan_ms: t1 - t0,
         views_ms: now() - t1,
         detail,
@@ -674,19 +849,9 @@ mod tests {
             "/../examples/llama_fsdp.json.gz"
         ))
         .unwrap();
-        let planner: Planner<Rc<Graph>> = commlens::planner::read_prepared(&bytes).unwrap();
-        let graph = planner.graph_holder().clone();
-        let collectives = Collectives::classify(&graph);
-        let base = Rc::new(base_overview(&collectives));
-        let loaded = Loaded {
-            label: "llama".into(),
-            source: None,
-            graph,
-            planner: Rc::new(planner),
-            collectives: Shared::new(collectives),
-            base,
-            bytes: bytes.len(),
-        };
+        let read = read_input(&bytes, None).unwrap();
+        assert!(read.log.is_none());
+        let loaded = Loaded::new("llama".into(), None, None, read.planner, bytes.len());
         let settings = Settings {
             cap_bytes: Some(6000),
             ..Settings::default()

@@ -111,6 +111,8 @@ pub enum Action {
     LoadFailed(String),
     Loaded {
         loaded: Rc<Loaded>,
+        /// What the reader could not use (a link's graph out of range).
+        notice: Option<String>,
         started: f64,
         stages: String,
     },
@@ -141,6 +143,7 @@ impl State {
         let timeline = self.planned.as_ref().map(|p| p.timeline.clone());
         UrlState {
             source: self.loaded.as_ref().and_then(|l| l.source.clone()),
+            graph: self.loaded.as_ref().and_then(|l| l.graph_choice()),
             settings: self.settings.clone(),
             selection: timeline.and_then(|t| self.selection.to_ref(&t)),
             viewport: self.committed_viewport,
@@ -263,11 +266,15 @@ impl Reducible for State {
             }
             Action::Loaded {
                 loaded,
+                notice,
                 started,
                 stages,
             } => {
                 s.busy = None;
                 s.error = None;
+                if notice.is_some() {
+                    s.notice = notice;
+                }
                 let first = s.loaded.is_none();
                 // Settings carry over only where they mean the same in the new graph: the
                 // policy's numbers do; module names must exist in it.

@@ -3,8 +3,10 @@
 //!
 //! | parameter | meaning |
 //! |---|---|
-//! | `src=URL`, `example=KEY` | the dump |
+//! | `src=URL`, `example=KEY` | the dump or trace log |
+//! | `graph=K` | a trace log's post-grad graph (0-based, as `commlens graphs` numbers them) |
 //! | `cap`, `mid`, `mcd` | `cap_bytes`, `max_input_distance`, `max_consumer_distance` |
+//! | `tags=roles` | plan with FSDP tags derived from semantic roles (`--tags roles`) |
 //! | `plans`, `ptext` | module plans (`dump`, `parents`, `blocks`, `explicit`, `none`) and their text |
 //! | `sel=n:INDEX`, `sel=b:BUCKET` | the selected node, or the bucket (by id) |
 //! | `x0`, `x1` | the graph positions in view |
@@ -99,6 +101,8 @@ impl Filter {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UrlState {
     pub source: Option<SourceRef>,
+    /// A trace log's graph (`--graph K`).
+    pub graph: Option<usize>,
     pub settings: Settings,
     pub selection: Option<SelectionRef>,
     pub viewport: Option<Viewport>,
@@ -131,10 +135,20 @@ impl UrlState {
             match key.as_str() {
                 "src" if !value.is_empty() => s.source = Some(SourceRef::Url(value)),
                 "example" => s.source = Some(SourceRef::Example(value)),
+                "graph" => match value.parse() {
+                    Ok(k) => s.graph = Some(k),
+                    Err(_) => problems.push(format!(
+                        "graph={value}: not a graph number (0, 1, ... as `commlens graphs` lists them)"
+                    )),
+                },
                 "cap" => count(&mut s.settings.cap_bytes, 1, &mut problems),
                 "mid" => count(&mut s.settings.max_input_distance, 0, &mut problems),
                 "mcd" => count(&mut s.settings.max_consumer_distance, 0, &mut problems),
                 "limit_mb" => count(&mut s.limit_mb, 1, &mut problems),
+                "tags" => match commlens::TagMode::parse(&value) {
+                    Some(mode) => s.settings.tags = mode,
+                    None => problems.push(format!("tags={value}: expected dump or roles")),
+                },
                 "plans" => plans_key = Some(value),
                 "ptext" => plans_text = value,
                 "sel" => match value.split_once(':') {
@@ -188,6 +202,9 @@ impl UrlState {
             }
             None => {}
         }
+        if let Some(k) = self.graph {
+            q.append_pair("graph", &k.to_string());
+        }
         let st = &self.settings;
         for (k, v) in [
             ("cap", st.cap_bytes),
@@ -197,6 +214,9 @@ impl UrlState {
             if let Some(v) = v {
                 q.append_pair(k, &v.to_string());
             }
+        }
+        if st.tags != commlens::TagMode::Dump {
+            q.append_pair("tags", st.tags.as_str());
         }
         if st.plans != PlansMode::Dump {
             q.append_pair("plans", st.plans.key());
@@ -261,11 +281,13 @@ mod tests {
             source: Some(SourceRef::Url(
                 "https://host/a b/dump.json.gz?x=1&y=2".into(),
             )),
+            graph: Some(3),
             settings: Settings {
                 cap_bytes: Some(4000),
                 max_input_distance: Some(0),
                 max_consumer_distance: None,
                 plans: PlansMode::Explicit("layers.0, layers.1\nnorm".into()),
+                tags: commlens::TagMode::Roles,
             },
             selection: Some(SelectionRef::Bucket("b344ac8e8d51:bucket_7".into())),
             viewport: Some(Viewport {
@@ -323,7 +345,7 @@ mod tests {
     #[test]
     fn bad_values_are_explained_not_applied() {
         let (s, problems) = UrlState::parse(
-            "cap=0&mid=-5&mcd=1e3&sel=x&filter=nope&plans=weird&x0=5&x1=5&limit_mb=abc",
+            "cap=0&mid=-5&mcd=1e3&sel=x&filter=nope&plans=weird&x0=5&x1=5&limit_mb=abc&graph=-1&tags=all",
         );
         assert_eq!(s.settings.cap_bytes, None);
         assert_eq!(s.settings.max_input_distance, None);
@@ -337,6 +359,7 @@ mod tests {
         assert_eq!(s.settings.plans, PlansMode::Dump);
         assert_eq!(s.viewport, None);
         assert_eq!(s.limit_mb, None);
+        assert_eq!(s.graph, None);
         let text = problems.join("\n");
         for needle in [
             "cap=0",
@@ -346,6 +369,8 @@ mod tests {
             "plans=weird",
             "x0=5",
             "limit_mb=abc",
+            "graph=-1",
+            "tags=all",
         ] {
             assert!(text.contains(needle), "{needle} not explained in:\n{text}");
         }
