@@ -375,6 +375,8 @@ fn the_focused_bucket_is_always_a_bar() {
                 viewport: vp,
                 width: 900,
                 focus: Some(focus),
+                exposed: std::rc::Rc::from(Vec::new()),
+                bucket_times: std::rc::Rc::from(Vec::new()),
             },
         );
         let (s, e) = input.buckets[focus].window();

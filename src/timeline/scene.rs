@@ -98,7 +98,7 @@ impl Viewport {
 }
 
 /// What to lay out, beyond the input.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SceneOptions {
     pub viewport: Viewport,
     /// Width of the drawing in pixels (at least [`MIN_WIDTH`]).
@@ -106,7 +106,41 @@ pub struct SceneOptions {
     /// A bucket (index into the input's buckets) always drawn as a bar when its window meets
     /// the view: the selection, so that it can be seen whatever else is there.
     pub focus: Option<usize>,
+    /// Where compute waits for communication, by the cost model (`crate::cost`): drawn on a
+    /// lane of their own when given.
+    pub exposed: Rc<[ExposedIn]>,
+    /// Per bucket, its bucketed collective's estimated time and algorithm (the cost
+    /// model's), added to its tooltip; empty without estimates.
+    pub bucket_times: Rc<[(f64, Option<&'static str>)]>,
 }
+
+/// A stretch where compute waits for communication (a [`crate::cost::Stall`]), at the node
+/// whose compute waits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExposedIn {
+    pub before: u32,
+    /// The node's name.
+    pub name: Rc<str>,
+    pub us: f64,
+    /// What compute waits for, in words (`bucket_3`, a collective's name).
+    pub waits_for: String,
+}
+
+/// An exposed stretch (or, in dense views, every one in a bin).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExposedMark {
+    pub x0: f64,
+    pub x1: f64,
+    pub y: f64,
+    pub node: Rc<str>,
+    pub us: f64,
+    pub count: usize,
+    pub title: String,
+    pub aria: String,
+}
+
+/// Height of an [`ExposedMark`].
+pub const EXPOSED_H: f64 = 10.0;
 
 /// Which lane a mark sits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -117,6 +151,8 @@ pub enum LaneKey {
     Skipped,
     /// Collectives the plan does not bucket and did not decide on (untagged, c10d).
     Unplanned,
+    /// Where compute waits for communication (cost model).
+    Exposed,
 }
 
 impl LaneKey {
@@ -125,6 +161,7 @@ impl LaneKey {
             LaneKey::Buckets(lane) => lane.label(),
             LaneKey::Skipped => "skipped".to_string(),
             LaneKey::Unplanned => "not planned".to_string(),
+            LaneKey::Exposed => "exposed comm (est.)".to_string(),
         }
     }
 }
@@ -329,6 +366,7 @@ pub enum LegendShape {
     Column,
     Overflow,
     Comm,
+    Exposed,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -378,6 +416,8 @@ pub struct TimelineScene {
     pub skips: Vec<SkipMark>,
     /// Collectives the plan does not bucket.
     pub comms: Vec<CommMark>,
+    /// Where compute waits for communication (cost model).
+    pub exposed: Vec<ExposedMark>,
     pub legend: Vec<LegendItem>,
     pub axis: Vec<AxisTick>,
     /// Whether lanes show columns instead of bars.
@@ -512,6 +552,8 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             viewport,
             width,
             focus: None,
+            exposed: Rc::from(Vec::new()),
+            bucket_times: Rc::from(Vec::new()),
         },
     )
 }
@@ -573,6 +615,9 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     }
     if !input.unplanned.is_empty() {
         keys.insert(LaneKey::Unplanned);
+    }
+    if !options.exposed.is_empty() {
+        keys.insert(LaneKey::Exposed);
     }
     let lane_keys: Vec<LaneKey> = keys.into_iter().collect();
     let lane_of = |lane: Lane| {
@@ -1038,6 +1083,69 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         }
     }
 
+    // Exposed communication: a mark at the node whose compute waits; dense sets merge per bin.
+    let exposed_in: Vec<&ExposedIn> = options
+        .exposed
+        .iter()
+        .filter(|e| in_view(e.before.min(input.node_count.saturating_sub(1))))
+        .collect();
+    culled += options.exposed.len() - exposed_in.len();
+    let exposed_total: f64 = exposed_in.iter().map(|e| e.us).sum();
+    let mut exposed: Vec<ExposedMark> = Vec::new();
+    for e in &exposed_in {
+        let x = clip(px(e.before as f64));
+        let (x0, x1) = ((x - 1.5).max(plot_x0), (x + 1.5).min(plot_x1));
+        if exposed_in.len() > MAX_MARKS {
+            let k = ((x - plot_x0) / BIN).floor();
+            let bx0 = plot_x0 + k * BIN;
+            if let Some(m) = exposed.last_mut().filter(|m| m.x0 == bx0) {
+                m.count += 1;
+                m.us += e.us;
+                continue;
+            }
+            exposed.push(ExposedMark {
+                x0: bx0,
+                x1: bx0 + BIN,
+                y: 0.0,
+                node: e.name.clone(),
+                us: e.us,
+                count: 1,
+                title: String::new(),
+                aria: String::new(),
+            });
+        } else {
+            exposed.push(ExposedMark {
+                x0,
+                x1,
+                y: 0.0,
+                node: e.name.clone(),
+                us: e.us,
+                count: 1,
+                title: format!(
+                    "exposed communication (model estimate): compute waits {} before {} (#{}) for {}",
+                    crate::cost::report::us(e.us),
+                    e.name,
+                    e.before,
+                    e.waits_for
+                ),
+                aria: format!(
+                    "compute waits {} before {} for {}; press Enter for details",
+                    crate::cost::report::us(e.us),
+                    e.name,
+                    e.waits_for
+                ),
+            });
+        }
+    }
+    for m in exposed.iter_mut().filter(|m| m.title.is_empty()) {
+        m.title = format!(
+            "{} exposed stretches here, {} in all (model estimate); zoom in to see each",
+            m.count,
+            crate::cost::report::us(m.us)
+        );
+        m.aria = format!("{} exposed stretches; press Enter for details", m.count);
+    }
+
     // Vertical layout.
     let mut texts: Vec<TextMark> = Vec::new();
     let title = if input.title.is_empty() {
@@ -1100,6 +1208,14 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         // Lane name and note: in the left margin when wide, else on a line of their own.
         let (name, note) = match key {
             LaneKey::Skipped => (key.label(), format!("{} in view", skips_visible.len())),
+            LaneKey::Exposed => (
+                key.label(),
+                format!(
+                    "{} in view, {}",
+                    exposed_in.len(),
+                    crate::cost::report::us(exposed_total)
+                ),
+            ),
             LaneKey::Unplanned => (
                 key.label(),
                 format!("{} in view (untagged or c10d)", comms_in.len()),
@@ -1189,6 +1305,29 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
             y += 5.0 + LANE_SIZE + 4.0;
         }
         match key {
+            LaneKey::Exposed => {
+                let rows_y = y + 4.0;
+                for m in exposed.iter_mut() {
+                    m.y = rows_y;
+                }
+                let rows_h = EXPOSED_H;
+                y = rows_y + rows_h + 6.0;
+                let height = (y - lane_y).max(if wide {
+                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
+                } else {
+                    0.0
+                });
+                y = lane_y + height;
+                lanes.push(LaneBox {
+                    key: *key,
+                    y: lane_y,
+                    height,
+                    rows_y,
+                    rows_h,
+                    rows: 1,
+                    shaded: li % 2 == 0,
+                });
+            }
             LaneKey::Unplanned => {
                 let rows_y = y + 4.0;
                 let rows = comms.iter().map(|m| m.row + 1).max().unwrap_or(1);
@@ -1314,7 +1453,15 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                         h: geometry.bar,
                         colour,
                         label,
-                        title: bucket_title(b, singleton, role.as_deref()),
+                        title: match options.bucket_times.get(v.bucket) {
+                            Some((us, algo)) => format!(
+                                "{}\nestimated {} ({}; model estimate)",
+                                bucket_title(b, singleton, role.as_deref()),
+                                crate::cost::report::us(*us),
+                                algo.unwrap_or("no time: the model cannot time it")
+                            ),
+                            None => bucket_title(b, singleton, role.as_deref()),
+                        },
                         aria: bucket_aria(b, singleton, role.as_deref()),
                         singleton,
                         role,
@@ -1552,6 +1699,12 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     if skip_lane.is_some() {
         entries.push((LegendShape::Skip, "skipped (reason)".into()));
     }
+    if !options.exposed.is_empty() {
+        entries.push((
+            LegendShape::Exposed,
+            "compute waits for communication (model estimate)".into(),
+        ));
+    }
     if !input.unplanned.is_empty() {
         entries.push((LegendShape::Comm, "not planned: launch → completion".into()));
     }
@@ -1606,6 +1759,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         splits,
         skips,
         comms,
+        exposed,
         legend,
         axis,
         dense,

@@ -11,8 +11,8 @@
 use super::palette::role_colour;
 use super::palette::{Rgb, GRID, INK, LANE_BG, SKIP, SPLIT};
 use super::scene::{
-    Anchor, BarMark, ColumnMark, CommMark, LegendItem, LegendShape, OverflowMark, SkipMark,
-    SplitMark, TextMark, TimelineScene, COMM_H,
+    Anchor, BarMark, ColumnMark, CommMark, ExposedMark, LegendItem, LegendShape, OverflowMark,
+    SkipMark, SplitMark, TextMark, TimelineScene, COMM_H, EXPOSED_H,
 };
 use super::text::FONT_FAMILY;
 use crate::planner::Reason;
@@ -192,12 +192,49 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
     for (i, s) in scene.skips.iter().enumerate() {
         skip_mark(&mut out, size, i, s);
     }
-    out.push_str("</g>\n<g class=\"comms\">\n");
-    for (i, c) in scene.comms.iter().enumerate() {
-        comm_mark(&mut out, size, i, c);
+    out.push_str("</g>\n");
+    // Groups only for marks there are: a plan with neither draws as it did before them.
+    if !scene.comms.is_empty() {
+        out.push_str("<g class=\"comms\">\n");
+        for (i, c) in scene.comms.iter().enumerate() {
+            comm_mark(&mut out, size, i, c);
+        }
+        out.push_str("</g>\n");
     }
-    out.push_str("</g>\n</svg>\n");
+    if !scene.exposed.is_empty() {
+        out.push_str("<g class=\"exposed\">\n");
+        for (i, x) in scene.exposed.iter().enumerate() {
+            exposed_mark(&mut out, size, i, x);
+        }
+        out.push_str("</g>\n");
+    }
+    out.push_str("</svg>\n");
     out
+}
+
+fn exposed_mark(out: &mut String, size: (u32, u32), index: usize, x: &ExposedMark) {
+    let body = fragment(size, |area| {
+        e(area.draw(&Rectangle::new(
+            [
+                (x.x0.round() as i32, x.y.round() as i32),
+                (
+                    x.x1.round().max(x.x0.round() + 2.0) as i32,
+                    (x.y + EXPOSED_H).round() as i32,
+                ),
+            ],
+            colour(SKIP).filled(),
+        )))
+    });
+    let _ = write!(
+        out,
+        "<g data-exposed=\"{}\" data-mark=\"e{index}\" data-node=\"{}\" data-count=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
+        x.us,
+        xml_escape(&x.node),
+        x.count,
+        focusable(&x.aria),
+        xml_escape(&x.title),
+        body
+    );
 }
 
 /// A collective's span, filled with its role's colour and outlined (bucket bars are not), so
@@ -514,6 +551,10 @@ fn legend_item(area: &Area, l: &LegendItem) -> Result<(), String> {
             }
         }
         LegendShape::Comm => comm_box(area, (x, y - 4), (x + 16, y + 4), role_colour(None))?,
+        LegendShape::Exposed => e(area.draw(&Rectangle::new(
+            [(x + 6, y - 5), (x + 10, y + 5)],
+            colour(SKIP).filled(),
+        )))?,
         LegendShape::Overflow => {
             e(area.draw(&Rectangle::new(
                 [(x, y - 4), (x + 16, y + 4)],

@@ -4,6 +4,7 @@
 use crate::browser;
 use crate::components::chart::{Chart, Pick};
 use crate::components::controls::{Controls, Export};
+use crate::components::cost::Cost;
 use crate::components::detail::Detail;
 use crate::components::embed::Embed;
 use crate::components::graphs::GraphPicker;
@@ -200,6 +201,10 @@ fn export_settings(state: &State, loaded: &Loaded) -> ExportSettings {
         view_url: Some(browser::url_with(
             &state.url_state().without_embed().to_query(),
         )),
+        hardware: state
+            .hardware
+            .as_ref()
+            .map(|hw| commlens::cost::report::hardware_json(&hw.hardware())),
     }
 }
 
@@ -400,6 +405,7 @@ pub fn app() -> Html {
         },
     );
     let on_limit = use_callback(dispatch.clone(), |l, d| d.dispatch(Action::Limit(l)));
+    let on_hardware = use_callback(dispatch.clone(), |hw, d| d.dispatch(Action::Hardware(hw)));
     let on_dismiss_error = use_callback(dispatch.clone(), |(), d| d.dispatch(Action::DismissError));
     let on_dismiss_notice =
         use_callback(dispatch.clone(), |(), d| d.dispatch(Action::DismissNotice));
@@ -448,10 +454,12 @@ pub fn app() -> Html {
     let timeline_panels = match (&loaded, &planned) {
         (Some(loaded), Some(planned)) => {
             let timeline = planned.timeline.clone();
+            let exposed = state.cost.as_ref().map(|c| c.exposed.clone());
+            let bucket_times = state.cost.as_ref().map(|c| c.buckets.clone());
             let focus = state.selection.bucket(&timeline);
             let selected = focus.map(|b| timeline.buckets[b].id.clone());
             let chart = html! {
-                <Chart timeline={timeline.clone()} viewport={state.viewport} focus={focus} selected={selected}
+                <Chart timeline={timeline.clone()} exposed={exposed.clone()} bucket_times={bucket_times.clone()} viewport={state.viewport} focus={focus} selected={selected}
                     filter={state.filter.clone()} on_view={on_view.clone()} on_pick={on_pick.clone()} embed={state.embed}
                     dom_id={AttrValue::Static("chart")} width_hint={chart_width_hint(state.embed)}
                     title={AttrValue::from(format!("Bucket timeline of {}", loaded.label))} />
@@ -502,6 +510,7 @@ pub fn app() -> Html {
                         <Tags mode={state.settings.tags} note={planned.tags_note.clone().map(AttrValue::from)} on_mode={on_tags} />
                         <Controls loaded={loaded.clone()} settings={state.settings.clone()} share_url={share_url.clone()}
                             on_settings={on_settings} on_export={on_export} />
+                        <Cost hardware={state.hardware.clone()} cost={state.cost.clone().map(Shared)} on_hardware={on_hardware} />
                         <Overview counts={planned.overview.clone()} filter={state.filter.clone()}
                             plan_error={planned.error.clone().map(AttrValue::from)} on_filter={on_filter} />
                     </div>

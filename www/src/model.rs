@@ -4,13 +4,14 @@
 //! tested natively.
 
 use crate::url_state::{Filter, SourceRef};
+use commlens::cost::{CostModel, GpuGeneration, Hardware, StepSummary};
 use commlens::graph::Graph;
 use commlens::identity::Code;
 use commlens::input::Format;
 use commlens::planner::{Action, BucketPlan, Planner, Reason};
 use commlens::tags::DerivedTags;
 use commlens::timeline::collectives::{source_label, UNCLASSIFIED};
-use commlens::timeline::{Collectives, TimelineInput};
+use commlens::timeline::{Collectives, ExposedIn, TimelineInput};
 use commlens::tracelog::GraphSummary;
 use commlens::value::PyValue;
 use commlens::TagMode;
@@ -658,6 +659,142 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
         views_ms: now() - t1,
         detail,
     }
+}
+
+/// The hardware the time estimates are made for: a GPU generation's preset and the network
+/// options `commlens cost` takes (`--gpu`, `--gpus-per-node`, `--no-nvlink`, `--intra-bw`,
+/// `--inter-bw`), with the CLI's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HardwareSettings {
+    pub gpu: GpuGeneration,
+    pub gpus_per_node: u64,
+    pub nvlink: bool,
+    /// GB/s overrides of the preset's intra- and inter-node bandwidth.
+    pub intra_bw: Option<f64>,
+    pub inter_bw: Option<f64>,
+}
+
+impl Default for HardwareSettings {
+    fn default() -> Self {
+        let network = commlens::cost::Network::default();
+        HardwareSettings {
+            gpu: network.gpu,
+            gpus_per_node: network.gpus_per_node,
+            nvlink: network.nvlink,
+            intra_bw: None,
+            inter_bw: None,
+        }
+    }
+}
+
+impl HardwareSettings {
+    /// The core's hardware, built as `commlens cost` builds it from the same options.
+    pub fn hardware(&self) -> Hardware {
+        let mut hw = Hardware::preset(self.gpu);
+        hw.network.gpus_per_node = self.gpus_per_node.max(1);
+        hw.network.nvlink = self.nvlink;
+        hw.network.intra_node_bw = self.intra_bw;
+        hw.network.inter_node_bw = self.inter_bw;
+        hw
+    }
+
+    /// The `commlens cost` options that give the same numbers.
+    pub fn cli_options(&self) -> String {
+        let mut out = format!("--gpu {}", self.gpu.as_str());
+        if self.gpus_per_node != 8 {
+            out.push_str(&format!(" --gpus-per-node {}", self.gpus_per_node));
+        }
+        if !self.nvlink {
+            out.push_str(" --no-nvlink");
+        }
+        if let Some(bw) = self.intra_bw {
+            out.push_str(&format!(" --intra-bw {bw}"));
+        }
+        if let Some(bw) = self.inter_bw {
+            out.push_str(&format!(" --inter-bw {bw}"));
+        }
+        out
+    }
+}
+
+/// A bandwidth typed into a control or a link: empty is "the preset's"; else a positive
+/// number of GB/s.
+pub fn parse_bandwidth(text: &str) -> Result<Option<f64>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Some(v)),
+        _ => Err(format!("“{t}” is not a positive number of GB/s")),
+    }
+}
+
+/// The time estimates of one plan on one piece of hardware: the step as the graph is and as
+/// planned (`commlens cost`'s summary), each bucket's bucketed collective, and where compute
+/// waits.
+pub struct CostView {
+    pub unbucketed: StepSummary,
+    pub planned: StepSummary,
+    /// Per timeline bucket: its bucketed collective's microseconds and algorithm.
+    pub buckets: Rc<[(f64, Option<&'static str>)]>,
+    /// Where compute waits in the planned step, for the chart.
+    pub exposed: Rc<[ExposedIn]>,
+}
+
+/// Costs the planned graph and its plan on `hw` (what `commlens cost` reports, computed by the
+/// core's `CostModel`).
+pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option<CostView> {
+    let plan = planned.plan.as_ref()?;
+    let graph = planned
+        .roles
+        .as_ref()
+        .map_or(&*loaded.graph, |r| r.planner.graph());
+    let model = CostModel::new(graph, hw.hardware(), &plan.group_ranks);
+    let unbucketed = model.unbucketed().summary;
+    let step = model.planned(plan);
+    // What each launch is: a bucket (bucket launches come first), else a collective left as
+    // it is.
+    let mut waits_for: Vec<String> = vec![String::new(); step.step.launches.len()];
+    for (b, &l) in step.bucket_launch.iter().enumerate() {
+        if let (Some(slot), Some(bucket)) = (waits_for.get_mut(l), planned.timeline.buckets.get(b))
+        {
+            *slot = bucket.short_id().to_string();
+        }
+    }
+    for (c, l) in step.comm_launch.iter().enumerate() {
+        if let (Some(l), Some(work)) = (l, model.work.comms.get(c)) {
+            if let Some(slot) = waits_for.get_mut(*l) {
+                *slot = graph.node(work.node).name.clone();
+            }
+        }
+    }
+    let exposed: Vec<ExposedIn> = step
+        .step
+        .stalls
+        .iter()
+        .filter(|s| s.to_us > s.from_us)
+        .map(|s| ExposedIn {
+            before: u32::try_from(s.before).unwrap_or(u32::MAX),
+            name: if s.before < graph.len() {
+                Rc::from(graph.node(s.before).name.as_str())
+            } else {
+                Rc::from("the end of the step")
+            },
+            us: s.to_us - s.from_us,
+            waits_for: waits_for.get(s.launch).cloned().unwrap_or_default(),
+        })
+        .collect();
+    Some(CostView {
+        unbucketed,
+        planned: step.step.summary,
+        buckets: step
+            .buckets
+            .iter()
+            .map(|b| (b.time.us, b.time.algo.map(|a| a.as_str())))
+            .collect(),
+        exposed: Rc::from(exposed),
+    })
 }
 
 /// A table column.

@@ -2,7 +2,7 @@
 //! props and change it by dispatching an [`Action`]. Re-planning happens here, so the
 //! settings and the plan on screen never disagree.
 
-use crate::model::{self, Loaded, Planned, PlansMode, Settings};
+use crate::model::{self, CostView, HardwareSettings, Loaded, Planned, PlansMode, Settings};
 use crate::url_state::{Filter, SelectionRef, UrlState};
 use commlens::timeline::{TimelineInput, Viewport};
 use std::rc::Rc;
@@ -96,6 +96,10 @@ pub struct State {
     pub notice: Option<String>,
     pub embed: bool,
     pub limit_mb: Option<u64>,
+    /// The hardware time estimates are made for; `None`: no estimates.
+    pub hardware: Option<HardwareSettings>,
+    /// The current plan's time estimates on that hardware.
+    pub cost: Option<Rc<CostView>>,
     /// Parameters of the link this version does not use, written back unchanged.
     pub other_params: Vec<(String, String)>,
     /// The link's selection and view, applied once the first dump is read.
@@ -135,6 +139,8 @@ pub enum Action {
     DismissNotice,
     /// The input size limit, in MiB.
     Limit(Option<u64>),
+    /// Time estimates on this hardware (`None`: off).
+    Hardware(Option<HardwareSettings>),
 }
 
 impl State {
@@ -151,6 +157,7 @@ impl State {
             search: self.search.clone(),
             embed: self.embed,
             limit_mb: self.limit_mb,
+            hardware: self.hardware.clone(),
             other: self.other_params.clone(),
         }
     }
@@ -194,6 +201,15 @@ impl State {
             }
         }
         self.planned = Some(Rc::new(planned));
+        self.recost();
+    }
+
+    /// Time estimates of the plan on screen, on the chosen hardware.
+    fn recost(&mut self) {
+        self.cost = match (&self.loaded, &self.planned, &self.hardware) {
+            (Some(l), Some(p), Some(hw)) => model::cost(l, p, hw).map(Rc::new),
+            _ => None,
+        };
     }
 
     /// Moves the view so that the selection is in it.
@@ -246,6 +262,7 @@ impl Reducible for State {
                 s.search = url.search;
                 s.embed = url.embed;
                 s.limit_mb = url.limit_mb;
+                s.hardware = url.hardware;
                 s.other_params = url.other;
                 s.pending = Some((url.selection, url.viewport));
                 if !problems.is_empty() {
@@ -359,6 +376,21 @@ impl Reducible for State {
             Action::DismissError => s.error = None,
             Action::DismissNotice => s.notice = None,
             Action::Limit(l) => s.limit_mb = l,
+            Action::Hardware(hw) => {
+                if hw == s.hardware {
+                    return self;
+                }
+                let started = now();
+                s.hardware = hw;
+                s.recost();
+                let seq = s.next_seq();
+                s.timing = Some(Timing {
+                    seq,
+                    what: "replan",
+                    started,
+                    stages: "time estimates".into(),
+                });
+            }
         }
         Rc::new(s)
     }

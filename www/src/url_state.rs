@@ -11,6 +11,7 @@
 //! | `sel=n:INDEX`, `sel=b:BUCKET` | the selected node, or the bucket (by id) |
 //! | `x0`, `x1` | the graph positions in view |
 //! | `filter`, `q` | the overview filter, the table search |
+//! | `gpu`, `gpn`, `nvlink=0`, `intra`, `inter` | time estimates on this hardware (`commlens cost --gpu --gpus-per-node --no-nvlink --intra-bw --inter-bw`) |
 //! | `embed=timeline` | the chart alone, for an iframe |
 //! | `limit_mb` | the largest dump to read, in MiB |
 //!
@@ -20,7 +21,7 @@
 //! not know are kept (`other`) and written back, so a link made by a newer app survives a
 //! round trip through an older one.
 
-use crate::model::{PlansMode, Settings};
+use crate::model::{HardwareSettings, PlansMode, Settings};
 use commlens::identity::Code;
 use commlens::planner::{Action, Reason};
 use commlens::timeline::Viewport;
@@ -110,6 +111,8 @@ pub struct UrlState {
     pub search: String,
     pub embed: bool,
     pub limit_mb: Option<u64>,
+    /// The time estimates' hardware, when they are shown.
+    pub hardware: Option<HardwareSettings>,
     /// Parameters this version does not know, in order.
     pub other: Vec<(String, String)>,
 }
@@ -123,6 +126,8 @@ impl UrlState {
         let mut plans_key: Option<String> = None;
         let mut plans_text = String::new();
         let (mut x0, mut x1) = (None, None);
+        let mut hw = HardwareSettings::default();
+        let mut hw_given = false;
         let query = query.strip_prefix('?').unwrap_or(query);
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
             let (key, value) = (key.into_owned(), value.into_owned());
@@ -169,8 +174,43 @@ impl UrlState {
                 },
                 "q" => s.search = value,
                 "embed" => s.embed = value != "0" && value != "false",
+                "gpu" => match commlens::cost::GpuGeneration::parse(&value) {
+                    Some(g) => {
+                        hw.gpu = g;
+                        hw_given = true;
+                    }
+                    None => problems.push(format!(
+                        "gpu={value}: expected {}",
+                        commlens::cost::report::generations()
+                    )),
+                },
+                "gpn" => match value.parse::<u64>() {
+                    Ok(n) if n >= 1 => {
+                        hw.gpus_per_node = n;
+                        hw_given = true;
+                    }
+                    _ => problems.push(format!("gpn={value}: GPUs per node is a whole number, 1 or more")),
+                },
+                "nvlink" => {
+                    hw.nvlink = value != "0" && value != "false";
+                    hw_given = true;
+                }
+                "intra" | "inter" => match crate::model::parse_bandwidth(&value) {
+                    Ok(bw) => {
+                        if key == "intra" {
+                            hw.intra_bw = bw;
+                        } else {
+                            hw.inter_bw = bw;
+                        }
+                        hw_given = true;
+                    }
+                    Err(e) => problems.push(format!("{key}={value}: {e}")),
+                },
                 _ => s.other.push((key, value)),
             }
+        }
+        if hw_given {
+            s.hardware = Some(hw);
         }
         if let Some(key) = plans_key {
             match PlansMode::from_key(&key, plans_text) {
@@ -246,6 +286,21 @@ impl UrlState {
         if let Some(l) = self.limit_mb {
             q.append_pair("limit_mb", &l.to_string());
         }
+        if let Some(hw) = &self.hardware {
+            q.append_pair("gpu", hw.gpu.as_str());
+            if hw.gpus_per_node != HardwareSettings::default().gpus_per_node {
+                q.append_pair("gpn", &hw.gpus_per_node.to_string());
+            }
+            if !hw.nvlink {
+                q.append_pair("nvlink", "0");
+            }
+            if let Some(bw) = hw.intra_bw {
+                q.append_pair("intra", &bw.to_string());
+            }
+            if let Some(bw) = hw.inter_bw {
+                q.append_pair("inter", &bw.to_string());
+            }
+        }
         for (k, v) in &self.other {
             q.append_pair(k, v);
         }
@@ -298,10 +353,21 @@ mod tests {
             search: "wq.weight & more".into(),
             embed: true,
             limit_mb: Some(2048),
+            hardware: Some(HardwareSettings {
+                gpu: commlens::cost::GpuGeneration::Hopper,
+                gpus_per_node: 4,
+                nvlink: false,
+                intra_bw: Some(150.5),
+                inter_bw: Some(25.0),
+            }),
             other: vec![("base".into(), "other.json".into())],
         };
         round_trip(&s);
         round_trip(&UrlState::default());
+        round_trip(&UrlState {
+            hardware: Some(HardwareSettings::default()),
+            ..Default::default()
+        });
         round_trip(&UrlState {
             source: Some(SourceRef::Example("llama".into())),
             selection: Some(SelectionRef::Node(42)),
@@ -345,7 +411,7 @@ mod tests {
     #[test]
     fn bad_values_are_explained_not_applied() {
         let (s, problems) = UrlState::parse(
-            "cap=0&mid=-5&mcd=1e3&sel=x&filter=nope&plans=weird&x0=5&x1=5&limit_mb=abc&graph=-1&tags=all",
+            "cap=0&mid=-5&mcd=1e3&sel=x&filter=nope&plans=weird&x0=5&x1=5&limit_mb=abc&graph=-1&tags=all&gpu=tpu&gpn=0&intra=-3",
         );
         assert_eq!(s.settings.cap_bytes, None);
         assert_eq!(s.settings.max_input_distance, None);
@@ -371,6 +437,9 @@ mod tests {
             "limit_mb=abc",
             "graph=-1",
             "tags=all",
+            "gpu=tpu",
+            "gpn=0",
+            "intra=-3",
         ] {
             assert!(text.contains(needle), "{needle} not explained in:\n{text}");
         }

@@ -163,6 +163,14 @@ pub fn detail(props: &DetailProps) -> Html {
             if let Some(r) = row {
                 <p>{ super::role_badge(r.role.as_deref(), r.source) }
                    { format!(" {} · group {} · {}", r.lane.label(), crate::model::group_label(r.group.as_deref()), r.bytes.map(human_bytes).unwrap_or_else(|| "bytes unknown".into())) }</p>
+                <dl class="comm" id="comm-facts">
+                    <dt>{"transport"}</dt><dd>{ r.lane.transport_label() }</dd>
+                    <dt>{"api"}</dt><dd>{ r.api.as_str() }{ format!(" ({})", r.op) }</dd>
+                    <dt>{"group"}</dt><dd>{ crate::model::group_label(r.group.as_deref()).to_string() }</dd>
+                    <dt>{"completes at"}</dt><dd>{ match r.completion { Some(c) => node_button(c as usize), None => html! { {"(no completion node in the graph)"} } } }</dd>
+                    <dt>{"phase"}</dt><dd>{ r.lane.phase().as_str() }</dd>
+                    <dt>{"role"}</dt><dd>{ r.role_label().to_string() }{ format!(" ({})", r.source_label()) }</dd>
+                </dl>
             }
             <h3>{"Why"}</h3>
             <ul class="plain why">
@@ -172,7 +180,7 @@ pub fn detail(props: &DetailProps) -> Html {
                         { format!(" with {} member(s): it shares the bucket's group, kind, dtype, device, phase and scope, and fits its window (#{} → #{}).",
                             timeline.buckets[b].members.len(), timeline.buckets[b].latest_input, timeline.buckets[b].earliest_consumer) }</li>
                 } else if decisions.is_empty() {
-                    <li>{ if row.is_some() { "The planner does not consider this collective (not tagged by the FSDP pass)." } else { "Not a collective." } }</li>
+                    <li>{ if row.is_some() { "The planner does not consider this collective (not tagged by the FSDP pass): the timeline shows it on the “not planned” lane, from launch to completion." } else { "Not a collective." } }</li>
                 }
                 { for caused.iter().map(|d| html! {
                     <li>{"It stopped a bucket: "}{ node_button(d.node as usize) }{ format!(" could not join the bucket before it ({}).", d.reason.as_str()) }</li>

@@ -3,6 +3,7 @@
 
 pub mod chart;
 pub mod controls;
+pub mod cost;
 pub mod detail;
 pub mod embed;
 pub mod graphs;
