@@ -112,6 +112,92 @@ pub struct SceneOptions {
     /// Per bucket, its bucketed collective's estimated time and algorithm (the cost
     /// model's), added to its tooltip; empty without estimates.
     pub bucket_times: Rc<[(f64, Option<&'static str>)]>,
+    /// A time axis: the estimated time (µs) at each graph position `0..=node_count` (when
+    /// each node starts on the compute stream, then the step's end; non-decreasing). The view
+    /// stays a range of graph positions; x follows their times. `None`: x is the position.
+    pub time: Option<Rc<[f64]>>,
+}
+
+/// The estimated time at graph position `pos`, linear within a node.
+pub fn time_at(time: &[f64], pos: f64) -> f64 {
+    let n = time.len().saturating_sub(1);
+    if n == 0 {
+        return time.first().copied().unwrap_or(0.0);
+    }
+    let p = pos.clamp(0.0, n as f64);
+    let k = (p.floor() as usize).min(n - 1);
+    time[k] + (p - k as f64) * (time[k + 1] - time[k])
+}
+
+/// The graph position at estimated time `us` (the inverse of [`time_at`]; inside a stretch
+/// where time does not move, its start).
+pub fn position_at_time(time: &[f64], us: f64) -> f64 {
+    let n = time.len().saturating_sub(1);
+    if n == 0 {
+        return 0.0;
+    }
+    // The last node boundary at or before `us`.
+    let k = time
+        .partition_point(|t| *t <= us)
+        .saturating_sub(1)
+        .min(n - 1);
+    let span = time[k + 1] - time[k];
+    let f = if span > 0.0 {
+        ((us - time[k]) / span).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    k as f64 + f
+}
+
+/// How graph positions map to pixels: linearly, or through their estimated times.
+#[derive(Clone, Copy)]
+struct XMap<'a> {
+    plot_x0: f64,
+    /// Pixels per position (linear) or per microsecond (time).
+    scale: f64,
+    /// The view's start, in positions or microseconds.
+    start: f64,
+    time: Option<&'a [f64]>,
+}
+
+impl<'a> XMap<'a> {
+    fn new(vp: Viewport, plot_x0: f64, plot_x1: f64, time: Option<&'a [f64]>, n: u32) -> XMap<'a> {
+        let time = time.filter(|t| {
+            t.len() == n as usize + 1
+                && t.iter().all(|v| v.is_finite())
+                && time_at(t, vp.x1) > time_at(t, vp.x0)
+        });
+        let (start, end) = match time {
+            Some(t) => (time_at(t, vp.x0), time_at(t, vp.x1)),
+            None => (vp.x0, vp.x1),
+        };
+        XMap {
+            plot_x0,
+            scale: (plot_x1 - plot_x0) / (end - start),
+            start,
+            time,
+        }
+    }
+
+    fn unit(&self, pos: f64) -> f64 {
+        match self.time {
+            Some(t) => time_at(t, pos),
+            None => pos,
+        }
+    }
+
+    fn px(&self, pos: f64) -> f64 {
+        self.plot_x0 + (self.unit(pos) - self.start) * self.scale
+    }
+
+    fn position(&self, x: f64) -> f64 {
+        let u = self.start + (x - self.plot_x0) / self.scale;
+        match self.time {
+            Some(t) => position_at_time(t, u),
+            None => u,
+        }
+    }
 }
 
 /// A stretch where compute waits for communication (a [`crate::cost::Stall`]), at the node
@@ -422,6 +508,8 @@ pub struct TimelineScene {
     pub axis: Vec<AxisTick>,
     /// Whether lanes show columns instead of bars.
     pub dense: bool,
+    /// The time axis it was laid out on (see [`SceneOptions::time`]), when it was.
+    pub time: Option<Rc<[f64]>>,
     /// Buckets whose window meets the view (bars + overflow, or column counts + windows from
     /// outside).
     pub in_view: usize,
@@ -433,6 +521,19 @@ pub struct TimelineScene {
 }
 
 impl TimelineScene {
+    /// The graph position drawn at pixel `x` (the inverse of the layout's x mapping, on a time
+    /// axis too).
+    pub fn position_at(&self, x: f64) -> f64 {
+        XMap::new(
+            self.viewport,
+            self.frame.plot_x0,
+            self.frame.plot_x1,
+            self.time.as_deref(),
+            self.node_count,
+        )
+        .position(x)
+    }
+
     /// Every text of the drawing, for checks that none overlaps another.
     pub fn all_texts(&self) -> impl Iterator<Item = &TextMark> {
         self.texts
@@ -554,6 +655,7 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             focus: None,
             exposed: Rc::from(Vec::new()),
             bucket_times: Rc::from(Vec::new()),
+            time: None,
         },
     )
 }
@@ -593,8 +695,15 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     let vp = options.viewport.clamped(input.node_count);
     let plot_x0 = if wide { 172.0 } else { 10.0 };
     let plot_x1 = w - 12.0;
-    let scale = (plot_x1 - plot_x0) / (vp.x1 - vp.x0);
-    let px = |pos: f64| plot_x0 + (pos - vp.x0) * scale;
+    let xmap = XMap::new(
+        vp,
+        plot_x0,
+        plot_x1,
+        options.time.as_deref(),
+        input.node_count,
+    );
+    let time_axis = xmap.time.is_some();
+    let px = |pos: f64| xmap.px(pos);
     // A launch is in view when the middle of its node is: a point, so that it lies in one
     // column exactly, and zooming to that column's range keeps it in view.
     let in_view = |node: u32| {
@@ -753,9 +862,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 continue;
             };
             let b = &input.buckets[v.bucket];
-            let k = (((anchor as f64 + 0.5 - vp.x0) * scale / BIN)
-                .floor()
-                .max(0.0)) as usize;
+            let k = ((px(anchor as f64 + 0.5) - plot_x0) / BIN).floor().max(0.0) as usize;
             let bin = bins[v.lane].entry(k).or_insert(Bin {
                 count: 0,
                 total: 0,
@@ -1094,7 +1201,12 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     let mut exposed: Vec<ExposedMark> = Vec::new();
     for e in &exposed_in {
         let x = clip(px(e.before as f64));
-        let (x0, x1) = ((x - 1.5).max(plot_x0), (x + 1.5).min(plot_x1));
+        // On a time axis the wait is a stretch that ends where its node starts.
+        let (x0, x1) = if time_axis && e.us * xmap.scale >= 3.0 {
+            (clip(x - e.us * xmap.scale), x)
+        } else {
+            ((x - 1.5).max(plot_x0), (x + 1.5).min(plot_x1))
+        };
         if exposed_in.len() > MAX_MARKS {
             let k = ((x - plot_x0) / BIN).floor();
             let bx0 = plot_x0 + k * BIN;
@@ -1153,7 +1265,17 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     } else {
         format!("{} · {} nodes", input.title, input.node_count)
     };
-    let range = format!("graph positions {:.0}–{:.0}", vp.x0, vp.x1);
+    let range = if time_axis {
+        format!(
+            "estimated {}–{} · graph positions {:.0}–{:.0}",
+            crate::cost::report::us(xmap.unit(vp.x0)),
+            crate::cost::report::us(xmap.unit(vp.x1)),
+            vp.x0,
+            vp.x1
+        )
+    } else {
+        format!("graph positions {:.0}–{:.0}", vp.x0, vp.x1)
+    };
     let range_w = text::width(&range, RANGE_SIZE);
     let title_room = w - 16.0 - range_w - 16.0;
     let one_line = text::width(&title, TITLE_SIZE) <= title_room;
@@ -1479,8 +1601,8 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                         let x1 = (x0 + BIN - 1.0).min(plot_x1);
                         let h = (COLUMN_H - 4.0) * bin.total as f64 / lane_max as f64;
                         let h = h.max(2.0);
-                        let from = vp.x0 + *k as f64 * BIN / scale;
-                        let to = vp.x0 + (*k as f64 + 1.0) * BIN / scale;
+                        let from = xmap.position(x0);
+                        let to = xmap.position(plot_x0 + (*k as f64 + 1.0) * BIN);
                         let largest = &input.buckets[bin.largest];
                         let colour = if bin.mixed {
                             palette::UNCLASSIFIED
@@ -1563,8 +1685,8 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                     for (k0, k1, count) in runs {
                         let x0 = plot_x0 + k0 as f64 * BIN;
                         let x1 = (plot_x0 + k1 as f64 * BIN).min(plot_x1);
-                        let from = vp.x0 + (x0 - plot_x0) / scale;
-                        let to = vp.x0 + (x1 - plot_x0) / scale;
+                        let from = xmap.position(x0);
+                        let to = xmap.position(x1);
                         overflow.push(OverflowMark {
                             lane: li,
                             x0,
@@ -1616,8 +1738,10 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     }
     let plot_y1 = y;
 
-    // Axis ticks at a 1-2-5 step giving about one tick per 90 px.
-    let span = vp.x1 - vp.x0;
+    // Axis ticks at a 1-2-5 step giving about one tick per 90 px (of positions, or of
+    // microseconds on a time axis).
+    let (u0, u1) = (xmap.unit(vp.x0), xmap.unit(vp.x1));
+    let span = u1 - u0;
     let want = ((plot_x1 - plot_x0) / 90.0).max(1.0);
     let raw = span / want;
     let mag = 10f64.powf(raw.log10().floor());
@@ -1625,18 +1749,26 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         .iter()
         .map(|m| m * mag)
         .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag)
-        .max(1.0);
+        .unwrap_or(10.0 * mag);
+    let step = if time_axis { step } else { step.max(1.0) };
     let mut axis = Vec::new();
-    let mut t = (vp.x0 / step).ceil() * step;
-    while t <= vp.x1 + 1e-9 {
-        let x = px(t);
-        let label = format!("{}", t as u64);
+    let mut t = (u0 / step).ceil() * step;
+    while t <= u1 + 1e-9 * step.max(1.0) && step > 0.0 {
+        let x = plot_x0 + (t - u0) * xmap.scale;
+        let label = if time_axis {
+            crate::cost::report::us(t)
+        } else {
+            format!("{}", t as u64)
+        };
         let lw = text::width(&label, AXIS_SIZE);
         let lx = x.clamp(lw / 2.0 + 2.0, w - lw / 2.0 - 2.0);
         axis.push(AxisTick {
             x,
-            position: t as u64,
+            position: if time_axis {
+                xmap.position(x) as u64
+            } else {
+                t as u64
+            },
             label: TextMark {
                 x: lx,
                 y: plot_y1 + 7.0,
@@ -1652,7 +1784,11 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     texts.push(TextMark {
         x: plot_x1,
         y: plot_y1 + 7.0 + AXIS_SIZE + 5.0,
-        text: "graph position (node index)".into(),
+        text: if time_axis {
+            "estimated time in the planned step (model estimate)".into()
+        } else {
+            "graph position (node index)".into()
+        },
         size: NOTE_SIZE,
         colour: MUTED,
         anchor: Anchor::End,
@@ -1763,6 +1899,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         legend,
         axis,
         dense,
+        time: time_axis.then(|| options.time.clone()).flatten(),
         in_view: in_view_count,
         not_drawn,
         culled,

@@ -134,7 +134,7 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"commlens-timeline\" width=\"{}\" height=\"{}\" \
          viewBox=\"0 0 {} {}\" role=\"group\" aria-label=\"{}\" data-nodes=\"{}\" data-x0=\"{:.3}\" data-x1=\"{:.3}\" \
-         data-plot-x0=\"{}\" data-plot-x1=\"{}\" data-bars=\"{}\" data-in-view=\"{}\" data-not-drawn=\"{}\" data-dense=\"{}\">",
+         data-plot-x0=\"{}\" data-plot-x1=\"{}\" data-bars=\"{}\" data-in-view=\"{}\" data-not-drawn=\"{}\" data-dense=\"{}\"{}>",
         f.width,
         f.height,
         f.width,
@@ -148,7 +148,12 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         scene.bars.len(),
         scene.in_view,
         scene.not_drawn,
-        scene.dense
+        scene.dense,
+        if scene.time.is_some() {
+            " data-axis=\"time\""
+        } else {
+            ""
+        }
     );
     if let Some(m) = meta {
         let _ = writeln!(out, "<title>{}</title>", xml_escape(&m.title));

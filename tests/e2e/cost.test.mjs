@@ -83,6 +83,25 @@ test('the time estimates equal `commlens cost`, follow the hardware and every re
   // A bar's tooltip says its estimated time and algorithm.
   const title = await app.page.evaluate(() => document.querySelector('#chart svg [data-bucket] title').textContent);
   assert.match(title, /estimated [\d.]+ (us|ms) \((Ring|Tree)\/(LL|LL128|Simple); model estimate\)/);
+  // The x axis by estimated time: the whole view spans the planned step.
+  before = await seq(app);
+  await app.page.check('#time-axis');
+  await nextPaint(app, before);
+  await app.page.waitForFunction(() => document.querySelector('#chart svg')?.getAttribute('data-axis') === 'time');
+  await app.page.waitForFunction(() => document.querySelector('#share-url')?.value.includes('x=time'));
+  const fmt = (x) => (x >= 1e6 ? `${(x / 1e6).toFixed(3)} s` : x >= 1e3 ? `${(x / 1e3).toFixed(3)} ms` : `${x.toFixed(3)} us`);
+  const chartText = await app.text('#chart');
+  assert.ok(chartText.includes(`estimated 0.000 us–${fmt(native.planned.step_us)}`), chartText.slice(0, 300));
+  assert.match(chartText, /estimated time in the planned step/);
+  // Exposed waits are stretches now: together as wide as their time on the axis.
+  const widths = await app.page.evaluate(() => {
+    const svg = document.querySelector('#chart svg');
+    const plot = Number(svg.getAttribute('data-plot-x1')) - Number(svg.getAttribute('data-plot-x0'));
+    return { plot, marks: [...svg.querySelectorAll('[data-exposed] rect')].map((r) => Number(r.getAttribute('width'))) };
+  });
+  const drawn = widths.marks.reduce((a, b) => a + b, 0);
+  const expectedWidth = (native.planned.exposed_comm_us / native.planned.step_us) * widths.plot;
+  assert.ok(Math.abs(drawn - expectedWidth) <= 3 * widths.marks.length + 1, `exposed marks ${drawn}px, expected about ${expectedWidth}px`);
   await app.screenshot('cost-hopper');
 
   // Exports carry the hardware.

@@ -18,7 +18,7 @@ use crate::model::{self, Loaded, Shared};
 use crate::state::{Action, Selection, State, Timing};
 use crate::url_state::{SourceRef, UrlState};
 use commlens::timeline::{
-    build_scene, chrome_trace_with, render_svg_with, ExportSettings, Viewport,
+    build_scene_with, chrome_trace_with, render_svg_with, ExportSettings, SceneOptions, Viewport,
 };
 use commlens::TagMode;
 use std::rc::Rc;
@@ -222,7 +222,19 @@ fn export(state: &State, kind: Export) {
         Export::Svg => {
             let n = loaded.graph.len() as u32;
             let vp = state.viewport.unwrap_or_else(|| Viewport::full(n));
-            let scene = build_scene(&planned.timeline, vp, commlens::timeline::DEFAULT_WIDTH);
+            // What the chart shows: the time estimates' marks and axis too.
+            let cost = state.cost.as_ref();
+            let scene = build_scene_with(
+                &planned.timeline,
+                &SceneOptions {
+                    viewport: vp,
+                    width: commlens::timeline::DEFAULT_WIDTH,
+                    focus: None,
+                    exposed: cost.map_or_else(|| Rc::from(Vec::new()), |c| c.exposed.clone()),
+                    bucket_times: cost.map_or_else(|| Rc::from(Vec::new()), |c| c.buckets.clone()),
+                    time: cost.filter(|_| state.time_axis).map(|c| c.time.clone()),
+                },
+            );
             let settings = ExportSettings {
                 viewport: Some(scene.viewport),
                 width: Some(scene.frame.width),
@@ -406,6 +418,7 @@ pub fn app() -> Html {
     );
     let on_limit = use_callback(dispatch.clone(), |l, d| d.dispatch(Action::Limit(l)));
     let on_hardware = use_callback(dispatch.clone(), |hw, d| d.dispatch(Action::Hardware(hw)));
+    let on_time_axis = use_callback(dispatch.clone(), |on, d| d.dispatch(Action::TimeAxis(on)));
     let on_dismiss_error = use_callback(dispatch.clone(), |(), d| d.dispatch(Action::DismissError));
     let on_dismiss_notice =
         use_callback(dispatch.clone(), |(), d| d.dispatch(Action::DismissNotice));
@@ -456,10 +469,15 @@ pub fn app() -> Html {
             let timeline = planned.timeline.clone();
             let exposed = state.cost.as_ref().map(|c| c.exposed.clone());
             let bucket_times = state.cost.as_ref().map(|c| c.buckets.clone());
+            let time = state
+                .cost
+                .as_ref()
+                .filter(|_| state.time_axis)
+                .map(|c| c.time.clone());
             let focus = state.selection.bucket(&timeline);
             let selected = focus.map(|b| timeline.buckets[b].id.clone());
             let chart = html! {
-                <Chart timeline={timeline.clone()} exposed={exposed.clone()} bucket_times={bucket_times.clone()} viewport={state.viewport} focus={focus} selected={selected}
+                <Chart timeline={timeline.clone()} exposed={exposed.clone()} bucket_times={bucket_times.clone()} time={time.clone()} viewport={state.viewport} focus={focus} selected={selected}
                     filter={state.filter.clone()} on_view={on_view.clone()} on_pick={on_pick.clone()} embed={state.embed}
                     dom_id={AttrValue::Static("chart")} width_hint={chart_width_hint(state.embed)}
                     title={AttrValue::from(format!("Bucket timeline of {}", loaded.label))} />
@@ -510,7 +528,7 @@ pub fn app() -> Html {
                         <Tags mode={state.settings.tags} note={planned.tags_note.clone().map(AttrValue::from)} on_mode={on_tags} />
                         <Controls loaded={loaded.clone()} settings={state.settings.clone()} share_url={share_url.clone()}
                             on_settings={on_settings} on_export={on_export} />
-                        <Cost hardware={state.hardware.clone()} cost={state.cost.clone().map(Shared)} on_hardware={on_hardware} />
+                        <Cost hardware={state.hardware.clone()} time_axis={state.time_axis} on_time_axis={on_time_axis} cost={state.cost.clone().map(Shared)} on_hardware={on_hardware} />
                         <Overview counts={planned.overview.clone()} filter={state.filter.clone()}
                             plan_error={planned.error.clone().map(AttrValue::from)} on_filter={on_filter} />
                     </div>

@@ -740,6 +740,9 @@ pub struct CostView {
     pub buckets: Rc<[(f64, Option<&'static str>)]>,
     /// Where compute waits in the planned step, for the chart.
     pub exposed: Rc<[ExposedIn]>,
+    /// The planned step's time at each graph position (node starts, then the step's end):
+    /// the chart's time axis.
+    pub time: Rc<[f64]>,
 }
 
 /// Costs the planned graph and its plan on `hw` (what `commlens cost` reports, computed by the
@@ -785,7 +788,10 @@ pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option
             waits_for: waits_for.get(s.launch).cloned().unwrap_or_default(),
         })
         .collect();
+    let mut time = step.step.node_start_us.clone();
+    time.push(step.step.summary.step_us);
     Some(CostView {
+        time: Rc::from(time),
         unbucketed,
         planned: step.step.summary,
         buckets: step

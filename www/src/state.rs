@@ -100,6 +100,8 @@ pub struct State {
     pub hardware: Option<HardwareSettings>,
     /// The current plan's time estimates on that hardware.
     pub cost: Option<Rc<CostView>>,
+    /// The chart's x axis is the estimated time (when there are estimates).
+    pub time_axis: bool,
     /// Parameters of the link this version does not use, written back unchanged.
     pub other_params: Vec<(String, String)>,
     /// The link's selection and view, applied once the first dump is read.
@@ -141,6 +143,8 @@ pub enum Action {
     Limit(Option<u64>),
     /// Time estimates on this hardware (`None`: off).
     Hardware(Option<HardwareSettings>),
+    /// The x axis: estimated time (`true`) or graph position.
+    TimeAxis(bool),
 }
 
 impl State {
@@ -158,6 +162,7 @@ impl State {
             embed: self.embed,
             limit_mb: self.limit_mb,
             hardware: self.hardware.clone(),
+            time_axis: self.time_axis && self.hardware.is_some(),
             other: self.other_params.clone(),
         }
     }
@@ -263,6 +268,7 @@ impl Reducible for State {
                 s.embed = url.embed;
                 s.limit_mb = url.limit_mb;
                 s.hardware = url.hardware;
+                s.time_axis = url.time_axis;
                 s.other_params = url.other;
                 s.pending = Some((url.selection, url.viewport));
                 if !problems.is_empty() {
@@ -376,6 +382,19 @@ impl Reducible for State {
             Action::DismissError => s.error = None,
             Action::DismissNotice => s.notice = None,
             Action::Limit(l) => s.limit_mb = l,
+            Action::TimeAxis(on) => {
+                if on == s.time_axis {
+                    return self;
+                }
+                s.time_axis = on;
+                let seq = s.next_seq();
+                s.timing = Some(Timing {
+                    seq,
+                    what: "replan",
+                    started: now(),
+                    stages: "axis".into(),
+                });
+            }
             Action::Hardware(hw) => {
                 if hw == s.hardware {
                     return self;

@@ -12,6 +12,7 @@
 //! | `x0`, `x1` | the graph positions in view |
 //! | `filter`, `q` | the overview filter, the table search |
 //! | `gpu`, `gpn`, `nvlink=0`, `intra`, `inter` | time estimates on this hardware (`commlens cost --gpu --gpus-per-node --no-nvlink --intra-bw --inter-bw`) |
+//! | `x=time` | the x axis is the estimated time (with `gpu`) |
 //! | `embed=timeline` | the chart alone, for an iframe |
 //! | `limit_mb` | the largest dump to read, in MiB |
 //!
@@ -113,6 +114,8 @@ pub struct UrlState {
     pub limit_mb: Option<u64>,
     /// The time estimates' hardware, when they are shown.
     pub hardware: Option<HardwareSettings>,
+    /// The x axis is the estimated time (with time estimates on).
+    pub time_axis: bool,
     /// Parameters this version does not know, in order.
     pub other: Vec<(String, String)>,
 }
@@ -174,6 +177,9 @@ impl UrlState {
                 },
                 "q" => s.search = value,
                 "embed" => s.embed = value != "0" && value != "false",
+                "x" if value == "time" => s.time_axis = true,
+                "x" if value == "position" => s.time_axis = false,
+                "x" => problems.push(format!("x={value}: expected time or position")),
                 "gpu" => match commlens::cost::GpuGeneration::parse(&value) {
                     Some(g) => {
                         hw.gpu = g;
@@ -300,6 +306,9 @@ impl UrlState {
             if let Some(bw) = hw.inter_bw {
                 q.append_pair("inter", &bw.to_string());
             }
+            if self.time_axis {
+                q.append_pair("x", "time");
+            }
         }
         for (k, v) in &self.other {
             q.append_pair(k, v);
@@ -360,6 +369,7 @@ mod tests {
                 intra_bw: Some(150.5),
                 inter_bw: Some(25.0),
             }),
+            time_axis: true,
             other: vec![("base".into(), "other.json".into())],
         };
         round_trip(&s);

@@ -41,6 +41,9 @@ pub struct ChartProps {
     /// Per bucket, its estimated time and algorithm, for its tooltip.
     #[prop_or_default]
     pub bucket_times: Option<Rc<[(f64, Option<&'static str>)]>>,
+    /// A time axis: the estimated time at each graph position (see `SceneOptions::time`).
+    #[prop_or_default]
+    pub time: Option<Rc<[f64]>>,
     /// `None`: the whole graph.
     pub viewport: Option<Viewport>,
     /// A bucket always drawn as a bar (the selection).
@@ -124,11 +127,12 @@ pub fn chart(props: &ChartProps) -> Html {
             props.timeline.clone(),
             props.exposed.clone(),
             props.bucket_times.clone(),
+            props.time.clone(),
             props.viewport,
             *width,
             props.focus,
         ),
-        |(timeline, exposed, bucket_times, viewport, width, focus)| {
+        |(timeline, exposed, bucket_times, time, viewport, width, focus)| {
             if *width == 0 {
                 return None;
             }
@@ -141,6 +145,7 @@ pub fn chart(props: &ChartProps) -> Html {
                     focus: *focus,
                     exposed: exposed.clone().unwrap_or_else(|| Rc::from(Vec::new())),
                     bucket_times: bucket_times.clone().unwrap_or_else(|| Rc::from(Vec::new())),
+                    time: time.clone(),
                 },
             );
             let svg = AttrValue::from(render_svg(&scene));
@@ -353,8 +358,8 @@ fn position_at(live: &Live, client_x: f64) -> Option<f64> {
     let (r, scale) = svg_box(live)?;
     let f = scene.frame;
     let px = (client_x - r.left()) * scale;
-    let vp = scene.viewport;
-    Some(vp.x0 + (px - f.plot_x0) / (f.plot_x1 - f.plot_x0) * (vp.x1 - vp.x0))
+    let _ = f;
+    Some(scene.position_at(px))
 }
 
 /// Graph positions per client pixel at the current zoom.

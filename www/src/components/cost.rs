@@ -13,6 +13,9 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct CostProps {
     pub hardware: Option<HardwareSettings>,
+    /// The chart's x axis is the estimated time.
+    pub time_axis: bool,
+    pub on_time_axis: Callback<bool>,
     pub cost: Option<Shared<CostView>>,
     pub on_hardware: Callback<Option<HardwareSettings>>,
 }
@@ -117,6 +120,12 @@ pub fn cost(props: &CostProps) -> Html {
         Callback::from(move |_: MouseEvent| cb.emit(None))
     };
     let network = hw.hardware().network;
+    let on_axis = {
+        let cb = props.on_time_axis.clone();
+        Callback::from(move |e: Event| {
+            cb.emit(e.target_unchecked_into::<HtmlInputElement>().checked())
+        })
+    };
     let bw_field = |id: &'static str,
                     label: &'static str,
                     value: Option<f64>,
@@ -145,6 +154,8 @@ pub fn cost(props: &CostProps) -> Html {
             { bw_field("intra-bw", "intra-node bandwidth (GB/s)", hw.intra_bw, network.intra_bw(), true) }
             { bw_field("inter-bw", "inter-node bandwidth (GB/s)", hw.inter_bw, network.inter_bw(), false) }
             if let Some(e) = &*bw_error { <p class="field-error" role="alert">{ e.clone() }</p> }
+            <label class="check"><input id="time-axis" type="checkbox" checked={props.time_axis} onchange={on_axis} />
+                {" x axis: estimated time (else graph position)"}</label>
             if let Some(cost) = &props.cost {
                 { summary(cost) }
             } else {
