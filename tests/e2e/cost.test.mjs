@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApp, launchBrowser, REPO, WORK, cli, nextPaint, seq, readDump } from './harness.mjs';
+import { openApp, launchBrowser, REPO, WORK, cli, nextPaint, seq, readDump, synthDump, dropLarge } from './harness.mjs';
 
 const LLAMA = join(REPO, 'examples/llama_fsdp.json.gz');
 
@@ -134,5 +134,36 @@ test('the time estimates equal `commlens cost`, follow the hardware and every re
   await nextPaint(app, before);
   assert.equal(await app.page.locator('#chart svg [data-exposed]').count(), 0);
   assert.ok(!(await app.page.inputValue('#share-url')).includes('gpu='));
+  app.assertNoErrors();
+});
+
+test('100k nodes with the time axis on: drop, re-plan and repaint (figures printed; budgets with COMMLENS_PERF_STRICT=1)', async (t) => {
+  const file = synthDump(100000);
+  const app = await openApp(t, { path: '?gpu=hopper&x=time', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('header');
+  await dropLarge(app, file, 'synth_100k.json');
+  await app.page.waitForSelector('#chart svg[data-axis="time"]');
+  const load = await app.page.evaluate(() => {
+    const perf = document.querySelector('#perf');
+    return { app: Number(perf.getAttribute('data-load-ms')), stages: perf.textContent };
+  });
+  const replans = [];
+  for (const cap of [50000, 200000, 1000000]) {
+    const before = await seq(app);
+    await app.page.fill('#cap', String(cap));
+    await nextPaint(app, before);
+    replans.push(await app.page.evaluate(() => ({
+      app: Number(document.querySelector('#perf').getAttribute('data-replan-ms')),
+      stages: document.querySelector('#perf').textContent,
+    })));
+  }
+  console.log(`# 100k with the time axis: drop → painted ${load.app.toFixed(0)} ms (${load.stages})`);
+  for (const r of replans) console.log(`#   re-plan → painted: ${r.app.toFixed(0)} ms (${r.stages})`);
+  assert.ok(await app.page.locator('#cost-summary').count());
+  assert.match(replans[0].stages, /time estimates [\d.]+ ms/);
+  if (process.env.COMMLENS_PERF_STRICT === '1') {
+    assert.ok(load.app < 1500, `drop → painted ${load.app} ms`);
+    for (const r of replans) assert.ok(r.app < 100, `re-plan ${r.app} ms`);
+  }
   app.assertNoErrors();
 });

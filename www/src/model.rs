@@ -15,8 +15,9 @@ use commlens::timeline::{Collectives, ExposedIn, TimelineInput};
 use commlens::tracelog::GraphSummary;
 use commlens::value::PyValue;
 use commlens::TagMode;
+use indexmap::IndexMap;
 use serde_json::{json, Map, Value};
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -397,6 +398,17 @@ pub struct Loaded {
     roles: OnceCell<Rc<RolesPlanner>>,
     /// Why the dump's own tags plan to nothing (`commlens::untagged_note`), once asked.
     untagged: OnceCell<Option<String>>,
+    /// The last cost model (per graph, hardware and group ranks) and its step of the graph
+    /// as it is: a re-plan only simulates the plan.
+    cost_cache: RefCell<Option<CostCache>>,
+}
+
+struct CostCache {
+    roles: bool,
+    hardware: HardwareSettings,
+    group_ranks: IndexMap<String, Vec<i128>>,
+    model: Rc<CostModel>,
+    unbucketed: StepSummary,
 }
 
 /// `--tags roles`: the graph with the FSDP pass's tags derived from semantic roles, prepared
@@ -429,6 +441,7 @@ impl Loaded {
             bytes,
             roles: OnceCell::new(),
             untagged: OnceCell::new(),
+            cost_cache: RefCell::new(None),
         }
     }
 
@@ -753,8 +766,26 @@ pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option
         .roles
         .as_ref()
         .map_or(&*loaded.graph, |r| r.planner.graph());
-    let model = CostModel::new(graph, hw.hardware(), &plan.group_ranks);
-    let unbucketed = model.unbucketed().summary;
+    let roles = planned.roles.is_some();
+    let cached = loaded.cost_cache.borrow().as_ref().and_then(|c| {
+        (c.roles == roles && c.hardware == *hw && c.group_ranks == plan.group_ranks)
+            .then(|| (c.model.clone(), c.unbucketed))
+    });
+    let (model, unbucketed) = match cached {
+        Some(hit) => hit,
+        None => {
+            let model = Rc::new(CostModel::new(graph, hw.hardware(), &plan.group_ranks));
+            let unbucketed = model.unbucketed().summary;
+            *loaded.cost_cache.borrow_mut() = Some(CostCache {
+                roles,
+                hardware: hw.clone(),
+                group_ranks: plan.group_ranks.clone(),
+                model: model.clone(),
+                unbucketed,
+            });
+            (model, unbucketed)
+        }
+    };
     let step = model.planned(plan);
     // What each launch is: a bucket (bucket launches come first), else a collective left as
     // it is.

@@ -102,6 +102,8 @@ pub struct State {
     pub cost: Option<Rc<CostView>>,
     /// The chart's x axis is the estimated time (when there are estimates).
     pub time_axis: bool,
+    /// How long the last time estimates took.
+    cost_ms: f64,
     /// Parameters of the link this version does not use, written back unchanged.
     pub other_params: Vec<(String, String)>,
     /// The link's selection and view, applied once the first dump is read.
@@ -211,10 +213,12 @@ impl State {
 
     /// Time estimates of the plan on screen, on the chosen hardware.
     fn recost(&mut self) {
+        let t0 = crate::browser::now_ms();
         self.cost = match (&self.loaded, &self.planned, &self.hardware) {
             (Some(l), Some(p), Some(hw)) => model::cost(l, p, hw).map(Rc::new),
             _ => None,
         };
+        self.cost_ms = crate::browser::now_ms() - t0;
     }
 
     /// Moves the view so that the selection is in it.
@@ -244,8 +248,13 @@ impl State {
         self.planned
             .as_ref()
             .map(|p| {
+                let cost = if self.cost.is_some() {
+                    format!(" · time estimates {:.1} ms", self.cost_ms)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "plan {:.1} ms · views {:.1} ms ({})",
+                    "plan {:.1} ms · views {:.1} ms ({}){cost}",
                     p.plan_ms, p.views_ms, p.detail
                 )
             })
