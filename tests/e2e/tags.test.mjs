@@ -100,7 +100,7 @@ test('collectives no plan buckets (c10d, untagged) have their own lane and full 
     assert.equal(facts.group, c.group ?? '(unknown)', c.node);
     assert.equal(facts['completes at'], c.waits[0], c.node);
     assert.equal(facts.phase, c.phase, c.node);
-    assert.match(facts.role, new RegExp(`^${c.role ?? 'unclassified'} `), c.node);
+    assert.equal(facts.role, c.role ? `${c.role} (${c.source})` : 'unclassified', c.node);
   }
   await app.screenshot('c10d-lane');
   app.assertNoErrors();

@@ -788,21 +788,41 @@ pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option
     };
     let step = model.planned(plan);
     // What each launch is: a bucket (bucket launches come first), else a collective left as
-    // it is.
-    let mut waits_for: Vec<String> = vec![String::new(); step.step.launches.len()];
+    // it is; named only for the launches compute waits on.
+    #[derive(Clone, Copy)]
+    enum Launch {
+        Bucket(usize),
+        Comm(usize),
+        Unknown,
+    }
+    let mut launches = vec![Launch::Unknown; step.step.launches.len()];
     for (b, &l) in step.bucket_launch.iter().enumerate() {
-        if let (Some(slot), Some(bucket)) = (waits_for.get_mut(l), planned.timeline.buckets.get(b))
-        {
-            *slot = bucket.short_id().to_string();
+        if let Some(slot) = launches.get_mut(l) {
+            *slot = Launch::Bucket(b);
         }
     }
     for (c, l) in step.comm_launch.iter().enumerate() {
-        if let (Some(l), Some(work)) = (l, model.work.comms.get(c)) {
-            if let Some(slot) = waits_for.get_mut(*l) {
-                *slot = graph.node(work.node).name.clone();
-            }
+        if let Some(slot) = l.and_then(|l| launches.get_mut(l)) {
+            *slot = Launch::Comm(c);
         }
     }
+    let waits_for = |launch: usize| -> String {
+        match launches.get(launch).copied().unwrap_or(Launch::Unknown) {
+            Launch::Bucket(b) => planned
+                .timeline
+                .buckets
+                .get(b)
+                .map(|b| b.short_id().to_string())
+                .unwrap_or_default(),
+            Launch::Comm(c) => model
+                .work
+                .comms
+                .get(c)
+                .map(|w| graph.node(w.node).name.clone())
+                .unwrap_or_default(),
+            Launch::Unknown => String::new(),
+        }
+    };
     let exposed: Vec<ExposedIn> = step
         .step
         .stalls
@@ -816,7 +836,7 @@ pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option
                 Rc::from("the end of the step")
             },
             us: s.to_us - s.from_us,
-            waits_for: waits_for.get(s.launch).cloned().unwrap_or_default(),
+            waits_for: waits_for(s.launch),
         })
         .collect();
     let mut time = step.step.node_start_us.clone();

@@ -169,7 +169,7 @@ pub fn detail(props: &DetailProps) -> Html {
                     <dt>{"group"}</dt><dd>{ crate::model::group_label(r.group.as_deref()).to_string() }</dd>
                     <dt>{"completes at"}</dt><dd>{ match r.completion { Some(c) => node_button(c as usize), None => html! { {"(no completion node in the graph)"} } } }</dd>
                     <dt>{"phase"}</dt><dd>{ r.lane.phase().as_str() }</dd>
-                    <dt>{"role"}</dt><dd>{ r.role_label().to_string() }{ format!(" ({})", r.source_label()) }</dd>
+                    <dt>{"role"}</dt><dd>{ r.role_label().to_string() }{ r.source.map(|s| format!(" ({})", s.as_str())).unwrap_or_default() }</dd>
                 </dl>
             }
             <h3>{"Why"}</h3>
