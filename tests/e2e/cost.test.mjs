@@ -103,6 +103,11 @@ test('the time estimates equal `commlens cost`, follow the hardware and every re
   const expectedWidth = (native.planned.exposed_comm_us / native.planned.step_us) * widths.plot;
   assert.ok(Math.abs(drawn - expectedWidth) <= 3 * widths.marks.length + 1, `exposed marks ${drawn}px, expected about ${expectedWidth}px`);
   await app.screenshot('cost-hopper');
+  // A bucket's detail: its estimated time and algorithm, and how long compute waits for it.
+  await app.page.locator('#chart svg [data-bucket]').first().focus();
+  await app.page.keyboard.press('Enter');
+  await app.waitForRendered('#bucket-estimate');
+  assert.match(await app.text('#bucket-estimate'), /^Estimated [\d.]+ (us|ms) \((Ring|Tree)\/(LL|LL128|Simple)\); compute waits [\d.]+ (us|ms) for it/);
 
   // Exports carry the hardware.
   const [d] = await Promise.all([app.page.waitForEvent('download'), app.page.click('#export-settings')]);

@@ -484,7 +484,8 @@ pub fn app() -> Html {
             };
             let detail = (state.selection != Selection::None).then(|| html! {
                 <Detail loaded={loaded.clone()} planned={planned.clone()} selection={state.selection}
-                    compact={state.embed} open_url={state.embed.then(|| share_url.clone())} on_select={on_select.clone()} />
+                    compact={state.embed} open_url={state.embed.then(|| share_url.clone())} on_select={on_select.clone()}
+                    cost={state.cost.clone().map(Shared)} />
             });
             Some((chart, detail))
         }

@@ -2,7 +2,7 @@
 //! what caused them) or a node (op, arguments, inputs, users, metadata, and in plain words why
 //! the planner skipped, split or bucketed it). `compact` (the embed) shows the why only.
 
-use crate::model::{Loaded, Planned, Shared};
+use crate::model::{CostView, Loaded, Planned, Shared};
 use crate::state::Selection;
 use commlens::planner::{Action, Reason};
 use commlens::timeline::scene::{bucket_title, human_bytes};
@@ -20,6 +20,10 @@ pub struct DetailProps {
     #[prop_or_default]
     pub open_url: Option<AttrValue>,
     pub on_select: Callback<Selection>,
+    /// The time estimates, when shown: a bucket's estimated time and the compute that waits
+    /// for it.
+    #[prop_or_default]
+    pub cost: Option<Shared<CostView>>,
 }
 
 /// A decision in plain words.
@@ -117,6 +121,14 @@ pub fn detail(props: &DetailProps) -> Html {
                 <h2>{ format!("Bucket {}", b.short_id()) }</h2>
                 <p>{ super::role_badge(role.as_deref(), b.members.first().and_then(|m| m.source)) }
                    { format!(" {} · {} member(s) · {}", b.lane.label(), b.members.len(), human_bytes(b.size_bytes)) }</p>
+                if let Some((us, algo)) = props.cost.as_ref().and_then(|c| c.buckets.get(bi).copied()) {
+                    <p class="estimate" id="bucket-estimate">{ format!(
+                        "Estimated {} ({}); compute waits {} for it in the planned step (model estimates).",
+                        commlens::cost::report::us(us),
+                        algo.unwrap_or("the model cannot time it"),
+                        commlens::cost::report::us(props.cost.as_ref().map_or(0.0, |c| c.exposed.iter().filter(|e| e.waits_for == b.short_id()).map(|e| e.us).sum())),
+                    ) }</p>
+                }
                 <ul class="plain why">
                     if let Some(r) = singleton { <li>{ explain(Action::Singleton, r) }</li> }
                     { for splits_before.iter().map(|d| split_words(d)) }
