@@ -129,20 +129,7 @@ impl Planned {
     /// `"derived_tags"` (node, comm_type, comm_group, param_name and where it came from,
     /// state_idx, role, source, phase).
     pub fn to_json(&self) -> String {
-        let Some(derived) = &self.derived else {
-            return planner::report::plan_to_json(&self.plan, &self.graph);
-        };
-        let mut value = planner::report::plan_to_value(&self.plan, &self.graph);
-        if let PyValue::Dict(map) = &mut value {
-            map.insert(value::Key::new("tags"), PyValue::Str("roles".into()));
-            map.insert(
-                value::Key::new("derived_tags"),
-                derived.to_value(&self.graph),
-            );
-        }
-        let mut text = pyjson::dumps_indented(&value);
-        text.push('\n');
-        text
+        plan_json_with(&self.plan, &self.graph, self.derived.as_ref())
     }
 
     /// The plan in plain words, opening with what its tags rest on (or why it is empty).
@@ -160,6 +147,27 @@ impl Planned {
         }
         text
     }
+}
+
+/// The plan report of `plan` over `graph`: the reference's `BucketPlan.to_dict()` byte for
+/// byte, or, with tags derived from roles, also `"tags": "roles"` and the `"derived_tags"`
+/// (what `commlens plan --tags roles` writes; the app's export calls this too).
+pub fn plan_json_with(
+    plan: &BucketPlan,
+    graph: &Graph,
+    derived: Option<&tags::DerivedTags>,
+) -> String {
+    let Some(derived) = derived else {
+        return planner::report::plan_to_json(plan, graph);
+    };
+    let mut value = planner::report::plan_to_value(plan, graph);
+    if let PyValue::Dict(map) = &mut value {
+        map.insert(value::Key::new("tags"), PyValue::Str("roles".into()));
+        map.insert(value::Key::new("derived_tags"), derived.to_value(graph));
+    }
+    let mut text = pyjson::dumps_indented(&value);
+    text.push('\n');
+    text
 }
 
 /// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
@@ -209,8 +217,10 @@ pub fn derive_tags(graph: &Graph) -> (Graph, tags::DerivedTags) {
     (Graph::new(dump), derived)
 }
 
-/// Why a graph without FSDP tags planned to nothing, when its collectives have FSDP roles.
-fn untagged_note(graph: &Graph) -> Option<String> {
+/// Why a graph without FSDP tags planned to nothing, when its collectives have FSDP roles
+/// (`None` when none has one): the note `commlens plan` prints, which the app shows beside its
+/// tags switch.
+pub fn untagged_note(graph: &Graph) -> Option<String> {
     let classification = identity::classify(graph);
     let fsdp: Vec<&identity::CollectiveIdentity> = classification
         .collectives

@@ -375,6 +375,9 @@ fn the_focused_bucket_is_always_a_bar() {
                 viewport: vp,
                 width: 900,
                 focus: Some(focus),
+                exposed: std::rc::Rc::from(Vec::new()),
+                bucket_times: std::rc::Rc::from(Vec::new()),
+                time: None,
             },
         );
         let (s, e) = input.buckets[focus].window();
@@ -588,4 +591,79 @@ fn scale_timing() {
             graph.len(), t.elapsed(), svg.len(), scene.bars.len(), scene.columns.len(), scene.splits.len(), scene.skips.len()
         );
     }
+}
+
+/// On a time axis each graph position is drawn at its estimated time (bars over their
+/// windows' times, exposed waits as stretches ending where their node starts), the axis counts
+/// microseconds, and the scene maps a pixel back to the position drawn there.
+#[test]
+fn a_time_axis_places_positions_at_their_times() {
+    use commlens::timeline::scene::{position_at_time, time_at};
+    use commlens::timeline::ExposedIn;
+    use std::rc::Rc;
+    let input = llama(Some(6000));
+    let n = input.node_count as usize;
+    // Uneven times: node k takes k % 7 + 1 microseconds, and a 50 us wait before node n/2.
+    let mut time = vec![0.0];
+    for k in 0..n {
+        let wait = if k + 1 == n / 2 { 50.0 } else { 0.0 };
+        time.push(time[k] + (k % 7 + 1) as f64 + wait);
+    }
+    assert_eq!(time_at(&time, 3.5), (time[3] + time[4]) / 2.0);
+    assert_eq!(position_at_time(&time, time_at(&time, 123.25)), 123.25);
+    let options = SceneOptions {
+        viewport: Viewport::full(input.node_count),
+        width: 1400,
+        focus: None,
+        exposed: Rc::from(vec![ExposedIn {
+            before: (n / 2) as u32,
+            name: Rc::from("x"),
+            us: 50.0,
+            waits_for: "bucket_1".into(),
+        }]),
+        bucket_times: Rc::from(Vec::new()),
+        time: Some(Rc::from(time.clone())),
+    };
+    let scene = build_scene_with(&input, &options);
+    let f = scene.frame;
+    let px = |pos: f64| f.plot_x0 + time_at(&time, pos) / time[n] * (f.plot_x1 - f.plot_x0);
+    for b in &scene.bars {
+        let bucket = input
+            .buckets
+            .iter()
+            .find(|x| *x.id == *b.bucket_id)
+            .unwrap();
+        let (s, e) = bucket.window();
+        if b.x1 - b.x0 > 3.5 {
+            assert!((b.x0 - px(s as f64)).abs() < 1e-6, "{}", b.bucket_id);
+            assert!((b.x1 - px(e as f64 + 1.0)).abs() < 1e-6, "{}", b.bucket_id);
+        }
+    }
+    let wait = &scene.exposed[0];
+    let scale = (f.plot_x1 - f.plot_x0) / time[n];
+    assert!((wait.x1 - px((n / 2) as f64)).abs() < 1e-6);
+    assert!((wait.x1 - wait.x0 - 50.0 * scale).abs() < 1e-6);
+    for x in [
+        f.plot_x0 + 10.0,
+        (f.plot_x0 + f.plot_x1) / 2.0,
+        f.plot_x1 - 3.0,
+    ] {
+        assert!((px(scene.position_at(x)) - x).abs() < 1e-6);
+    }
+    let svg = render_svg(&scene);
+    assert!(svg.contains("data-axis=\"time\""));
+    assert!(svg.contains("estimated time in the planned step"));
+    // Without a time axis, the same scene as before.
+    let plain = build_scene_with(
+        &input,
+        &SceneOptions {
+            time: None,
+            exposed: Rc::from(Vec::new()),
+            ..options
+        },
+    );
+    assert_eq!(
+        plain,
+        build_scene(&input, Viewport::full(input.node_count), 1400)
+    );
 }

@@ -96,6 +96,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         viewport: Some(scene.viewport),
         width: Some(scene.frame.width),
         view_url: None,
+        hardware: None,
     };
     let svg = render_svg_with(&scene, Some(&settings.svg_meta()));
     write_output(args.out.as_deref(), &svg)?;

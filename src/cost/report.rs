@@ -392,8 +392,9 @@ pub fn hardware_json(hw: &Hardware) -> Value {
     })
 }
 
-/// Microseconds, with a unit that keeps three significant figures readable.
-fn us(x: f64) -> String {
+/// Microseconds, with a unit that keeps three significant figures readable (the text report's
+/// and the app's).
+pub fn us(x: f64) -> String {
     if x >= 1e6 {
         format!("{:.3} s", x / 1e6)
     } else if x >= 1e3 {

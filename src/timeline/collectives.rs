@@ -8,6 +8,7 @@ use super::lane::Lane;
 use crate::dump::lookup;
 use crate::graph::{Graph, NodeId};
 use crate::identity::{self, Code, Source};
+use crate::ops::Api;
 use crate::value::PyValue;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -19,6 +20,11 @@ pub struct CollectiveRow {
     pub name: Rc<str>,
     /// The op (`all_gather_into_tensor`, `fused_all_gather_matmul`, ...).
     pub op: Rc<str>,
+    /// How the graph calls it (functional, c10d with a `Work` handle, fused).
+    pub api: Api,
+    /// Where it completes (its first wait; for a c10d op, the user of its `Work` handle),
+    /// as the classifier finds it.
+    pub completion: Option<u32>,
     /// The FSDP pass's `comm_type` tag, when the node has one.
     pub tag: Option<Rc<str>>,
     pub lane: Lane,
@@ -111,6 +117,8 @@ impl Collectives {
                 node: position,
                 name: Rc::from(c.name.as_str()),
                 op: share(&c.op),
+                api: c.api,
+                completion: c.waits.first().and_then(|w| u32::try_from(*w).ok()),
                 tag: node.meta_str("comm_type").map(&mut share),
                 lane: Lane::new(c.phase, c.transport),
                 role: c.role.as_ref().map(|r| share(r.as_str())),

@@ -29,6 +29,9 @@ pub struct ExportSettings {
     pub width: Option<u32>,
     /// A link that reproduces the view in the app.
     pub view_url: Option<String>,
+    /// The hardware of the time estimates shown with it (`cost::report::hardware_json`),
+    /// when there were any.
+    pub hardware: Option<Value>,
 }
 
 impl ExportSettings {
@@ -55,6 +58,9 @@ impl ExportSettings {
         }
         if let Some(url) = &self.view_url {
             v["view_url"] = json!(url);
+        }
+        if let Some(hw) = &self.hardware {
+            v["hardware"] = hw.clone();
         }
         v
     }

@@ -5,6 +5,7 @@ use super::collectives::Collectives;
 use super::lane::Lane;
 use crate::graph::Graph;
 use crate::identity::Source;
+use crate::ops::Api;
 use crate::planner::FastMap;
 use crate::planner::{Action, BucketPlan, Reason};
 use std::rc::Rc;
@@ -91,6 +92,31 @@ pub struct DecisionIn {
     pub lane: Lane,
 }
 
+/// A collective the plan does not bucket and did not decide on: untagged (a stock graph's
+/// functional collectives, FSDP2's and DDP's c10d ops, all-reduces), drawn on a lane of its own
+/// from its launch to where it completes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnplannedIn {
+    /// Graph position of the launch.
+    pub node: u32,
+    pub name: Rc<str>,
+    /// Where it completes (its wait, or the user of its c10d `Work`), when the graph says.
+    pub completion: Option<u32>,
+    pub lane: Lane,
+    pub api: Api,
+    pub role: Option<Rc<str>>,
+    pub source: Option<Source>,
+    pub group: Option<Rc<str>>,
+}
+
+impl UnplannedIn {
+    /// The graph range it spans: launch to completion.
+    pub fn span(&self) -> (u32, u32) {
+        let end = self.completion.unwrap_or(self.node);
+        (self.node.min(end), self.node.max(end))
+    }
+}
+
 /// Everything the timeline draws.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TimelineInput {
@@ -103,6 +129,8 @@ pub struct TimelineInput {
     pub bucket_index: Vec<u32>,
     /// Per bucket: the singleton decision's reason, when it is one.
     pub singletons: Vec<Option<Reason>>,
+    /// Collectives in no bucket and without a decision, in graph order.
+    pub unplanned: Vec<UnplannedIn>,
 }
 
 impl TimelineInput {
@@ -188,6 +216,30 @@ impl TimelineInput {
                 }
             }
         }
+        let mut decided = vec![false; graph.len()];
+        for d in &decisions {
+            if let Some(slot) = decided.get_mut(d.node as usize) {
+                *slot = true;
+            }
+        }
+        let unplanned = collectives
+            .rows
+            .iter()
+            .filter(|r| {
+                bucket_index.get(r.node as usize) == Some(&u32::MAX)
+                    && !decided.get(r.node as usize).copied().unwrap_or(false)
+            })
+            .map(|r| UnplannedIn {
+                node: r.node,
+                name: r.name.clone(),
+                completion: r.completion,
+                lane: r.lane,
+                api: r.api,
+                role: r.role.clone(),
+                source: r.source,
+                group: r.group.clone(),
+            })
+            .collect();
         TimelineInput {
             title: String::new(),
             node_count: graph.len() as u32,
@@ -195,6 +247,7 @@ impl TimelineInput {
             decisions,
             bucket_index,
             singletons,
+            unplanned,
         }
     }
 

@@ -98,7 +98,7 @@ impl Viewport {
 }
 
 /// What to lay out, beyond the input.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SceneOptions {
     pub viewport: Viewport,
     /// Width of the drawing in pixels (at least [`MIN_WIDTH`]).
@@ -106,7 +106,127 @@ pub struct SceneOptions {
     /// A bucket (index into the input's buckets) always drawn as a bar when its window meets
     /// the view: the selection, so that it can be seen whatever else is there.
     pub focus: Option<usize>,
+    /// Where compute waits for communication, by the cost model (`crate::cost`): drawn on a
+    /// lane of their own when given.
+    pub exposed: Rc<[ExposedIn]>,
+    /// Per bucket, its bucketed collective's estimated time and algorithm (the cost
+    /// model's), added to its tooltip; empty without estimates.
+    pub bucket_times: Rc<[(f64, Option<&'static str>)]>,
+    /// A time axis: the estimated time (µs) at each graph position `0..=node_count` (when
+    /// each node starts on the compute stream, then the step's end; non-decreasing). The view
+    /// stays a range of graph positions; x follows their times. `None`: x is the position.
+    pub time: Option<Rc<[f64]>>,
 }
+
+/// The estimated time at graph position `pos`, linear within a node.
+pub fn time_at(time: &[f64], pos: f64) -> f64 {
+    let n = time.len().saturating_sub(1);
+    if n == 0 {
+        return time.first().copied().unwrap_or(0.0);
+    }
+    let p = pos.clamp(0.0, n as f64);
+    let k = (p.floor() as usize).min(n - 1);
+    time[k] + (p - k as f64) * (time[k + 1] - time[k])
+}
+
+/// The graph position at estimated time `us` (the inverse of [`time_at`]; inside a stretch
+/// where time does not move, its start).
+pub fn position_at_time(time: &[f64], us: f64) -> f64 {
+    let n = time.len().saturating_sub(1);
+    if n == 0 {
+        return 0.0;
+    }
+    // The last node boundary at or before `us`.
+    let k = time
+        .partition_point(|t| *t <= us)
+        .saturating_sub(1)
+        .min(n - 1);
+    let span = time[k + 1] - time[k];
+    let f = if span > 0.0 {
+        ((us - time[k]) / span).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    k as f64 + f
+}
+
+/// How graph positions map to pixels: linearly, or through their estimated times.
+#[derive(Clone, Copy)]
+struct XMap<'a> {
+    plot_x0: f64,
+    /// Pixels per position (linear) or per microsecond (time).
+    scale: f64,
+    /// The view's start, in positions or microseconds.
+    start: f64,
+    time: Option<&'a [f64]>,
+}
+
+impl<'a> XMap<'a> {
+    fn new(vp: Viewport, plot_x0: f64, plot_x1: f64, time: Option<&'a [f64]>, n: u32) -> XMap<'a> {
+        let time = time.filter(|t| {
+            t.len() == n as usize + 1
+                && t.iter().all(|v| v.is_finite())
+                && time_at(t, vp.x1) > time_at(t, vp.x0)
+        });
+        let (start, end) = match time {
+            Some(t) => (time_at(t, vp.x0), time_at(t, vp.x1)),
+            None => (vp.x0, vp.x1),
+        };
+        XMap {
+            plot_x0,
+            scale: (plot_x1 - plot_x0) / (end - start),
+            start,
+            time,
+        }
+    }
+
+    fn unit(&self, pos: f64) -> f64 {
+        match self.time {
+            Some(t) => time_at(t, pos),
+            None => pos,
+        }
+    }
+
+    fn px(&self, pos: f64) -> f64 {
+        self.plot_x0 + (self.unit(pos) - self.start) * self.scale
+    }
+
+    fn position(&self, x: f64) -> f64 {
+        let u = self.start + (x - self.plot_x0) / self.scale;
+        match self.time {
+            Some(t) => position_at_time(t, u),
+            None => u,
+        }
+    }
+}
+
+/// A stretch where compute waits for communication (a [`crate::cost::Stall`]), at the node
+/// whose compute waits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExposedIn {
+    pub before: u32,
+    /// The node's name.
+    pub name: Rc<str>,
+    pub us: f64,
+    /// What compute waits for, in words (`bucket_3`, a collective's name).
+    pub waits_for: String,
+}
+
+/// An exposed stretch (or, in dense views, every one in a bin).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExposedMark {
+    pub x0: f64,
+    pub x1: f64,
+    pub y: f64,
+    pub node: Rc<str>,
+    pub us: f64,
+    pub count: usize,
+    pub title: String,
+    pub aria: String,
+}
+
+/// Height of an [`ExposedMark`].
+pub const EXPOSED_H: f64 = 10.0;
 
 /// Which lane a mark sits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -115,6 +235,10 @@ pub enum LaneKey {
     Buckets(Lane),
     /// Collectives the planner skipped.
     Skipped,
+    /// Collectives the plan does not bucket and did not decide on (untagged, c10d).
+    Unplanned,
+    /// Where compute waits for communication (cost model).
+    Exposed,
 }
 
 impl LaneKey {
@@ -122,6 +246,8 @@ impl LaneKey {
         match self {
             LaneKey::Buckets(lane) => lane.label(),
             LaneKey::Skipped => "skipped".to_string(),
+            LaneKey::Unplanned => "not planned".to_string(),
+            LaneKey::Exposed => "exposed comm (est.)".to_string(),
         }
     }
 }
@@ -291,6 +417,31 @@ pub struct SkipMark {
     pub aria: String,
 }
 
+/// A collective the plan does not bucket (or, in dense views, every one launched in a bin),
+/// from its launch to its completion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommMark {
+    pub x0: f64,
+    pub x1: f64,
+    pub y: f64,
+    pub row: usize,
+    /// The launch node's name (the first one's, for a group).
+    pub node: Rc<str>,
+    pub role: Option<Rc<str>>,
+    /// The graph range it spans (a group: all of its members').
+    pub from: u32,
+    pub to: u32,
+    pub count: usize,
+    pub grouped: bool,
+    pub title: String,
+    pub aria: String,
+}
+
+/// Height of a [`CommMark`].
+pub const COMM_H: f64 = 8.0;
+/// Rows the not-planned lane grows to; later marks share the last row.
+pub const COMM_ROWS: usize = 4;
+
 /// What a legend entry shows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LegendShape {
@@ -300,6 +451,8 @@ pub enum LegendShape {
     Skip,
     Column,
     Overflow,
+    Comm,
+    Exposed,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -347,10 +500,16 @@ pub struct TimelineScene {
     pub columns: Vec<ColumnMark>,
     pub splits: Vec<SplitMark>,
     pub skips: Vec<SkipMark>,
+    /// Collectives the plan does not bucket.
+    pub comms: Vec<CommMark>,
+    /// Where compute waits for communication (cost model).
+    pub exposed: Vec<ExposedMark>,
     pub legend: Vec<LegendItem>,
     pub axis: Vec<AxisTick>,
     /// Whether lanes show columns instead of bars.
     pub dense: bool,
+    /// The time axis it was laid out on (see [`SceneOptions::time`]), when it was.
+    pub time: Option<Rc<[f64]>>,
     /// Buckets whose window meets the view (bars + overflow, or column counts + windows from
     /// outside).
     pub in_view: usize,
@@ -362,6 +521,19 @@ pub struct TimelineScene {
 }
 
 impl TimelineScene {
+    /// The graph position drawn at pixel `x` (the inverse of the layout's x mapping, on a time
+    /// axis too).
+    pub fn position_at(&self, x: f64) -> f64 {
+        XMap::new(
+            self.viewport,
+            self.frame.plot_x0,
+            self.frame.plot_x1,
+            self.time.as_deref(),
+            self.node_count,
+        )
+        .position(x)
+    }
+
     /// Every text of the drawing, for checks that none overlaps another.
     pub fn all_texts(&self) -> impl Iterator<Item = &TextMark> {
         self.texts
@@ -481,6 +653,9 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             viewport,
             width,
             focus: None,
+            exposed: Rc::from(Vec::new()),
+            bucket_times: Rc::from(Vec::new()),
+            time: None,
         },
     )
 }
@@ -520,8 +695,15 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     let vp = options.viewport.clamped(input.node_count);
     let plot_x0 = if wide { 172.0 } else { 10.0 };
     let plot_x1 = w - 12.0;
-    let scale = (plot_x1 - plot_x0) / (vp.x1 - vp.x0);
-    let px = |pos: f64| plot_x0 + (pos - vp.x0) * scale;
+    let xmap = XMap::new(
+        vp,
+        plot_x0,
+        plot_x1,
+        options.time.as_deref(),
+        input.node_count,
+    );
+    let time_axis = xmap.time.is_some();
+    let px = |pos: f64| xmap.px(pos);
     // A launch is in view when the middle of its node is: a point, so that it lies in one
     // column exactly, and zooming to that column's range keeps it in view.
     let in_view = |node: u32| {
@@ -537,8 +719,14 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         .map(|b| LaneKey::Buckets(b.lane))
         .collect();
     let has_skips = input.decisions.iter().any(|d| d.action == Action::Skip);
-    if has_skips || keys.is_empty() {
+    if has_skips || (keys.is_empty() && input.unplanned.is_empty()) {
         keys.insert(LaneKey::Skipped);
+    }
+    if !input.unplanned.is_empty() {
+        keys.insert(LaneKey::Unplanned);
+    }
+    if !options.exposed.is_empty() {
+        keys.insert(LaneKey::Exposed);
     }
     let lane_keys: Vec<LaneKey> = keys.into_iter().collect();
     let lane_of = |lane: Lane| {
@@ -674,9 +862,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 continue;
             };
             let b = &input.buckets[v.bucket];
-            let k = (((anchor as f64 + 0.5 - vp.x0) * scale / BIN)
-                .floor()
-                .max(0.0)) as usize;
+            let k = ((px(anchor as f64 + 0.5) - plot_x0) / BIN).floor().max(0.0) as usize;
             let bin = bins[v.lane].entry(k).or_insert(Bin {
                 count: 0,
                 total: 0,
@@ -892,6 +1078,186 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         aggregate_unlabelled(&mut skips, &mut skip_labels, |_| 0, |s| s.x);
     }
 
+    // Collectives the plan does not bucket: launch to completion, packed into a few rows;
+    // dense sets merge per bin of their launch.
+    let comms_in: Vec<usize> = input
+        .unplanned
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| {
+            let (a, b) = u.span();
+            (b as f64) + 1.0 > vp.x0 && (a as f64) < vp.x1
+        })
+        .map(|(i, _)| i)
+        .collect();
+    culled += input.unplanned.len() - comms_in.len();
+    let mut comms: Vec<CommMark> = Vec::new();
+    if comms_in.len() > MAX_MARKS {
+        let mut merged: std::collections::BTreeMap<i64, CommMark> = Default::default();
+        for &i in &comms_in {
+            let u = &input.unplanned[i];
+            let (a, b) = u.span();
+            let x = clip(px(u.node as f64 + 0.5));
+            let k = ((x - plot_x0) / BIN).floor() as i64;
+            let m = merged.entry(k).or_insert_with(|| CommMark {
+                x0: plot_x0 + k as f64 * BIN,
+                x1: plot_x0 + (k as f64 + 1.0) * BIN,
+                y: 0.0,
+                row: 0,
+                node: u.name.clone(),
+                role: u.role.clone(),
+                from: a,
+                to: b,
+                count: 0,
+                grouped: true,
+                title: String::new(),
+                aria: String::new(),
+            });
+            m.count += 1;
+            m.from = m.from.min(a);
+            m.to = m.to.max(b);
+            if m.role != u.role {
+                m.role = None;
+            }
+        }
+        for (_, mut m) in merged {
+            m.title = format!(
+                "{} collectives not planned, launched here (#{}–#{}); zoom in to see each",
+                m.count, m.from, m.to
+            );
+            m.aria = format!(
+                "{} collectives not planned; press Enter to zoom in",
+                m.count
+            );
+            comms.push(m);
+        }
+    } else {
+        let mut row_end: Vec<f64> = Vec::new();
+        for &i in &comms_in {
+            let u = &input.unplanned[i];
+            let (a, b) = u.span();
+            let (mut x0, mut x1) = (clip(px(a as f64)), clip(px(b as f64 + 1.0)));
+            if x1 - x0 < 3.0 {
+                let c = ((x0 + x1) / 2.0).clamp(plot_x0 + 1.5, plot_x1 - 1.5);
+                x0 = c - 1.5;
+                x1 = c + 1.5;
+            }
+            let row = match row_end.iter().position(|&end| x0 >= end + 2.0) {
+                Some(r) => r,
+                None if row_end.len() < COMM_ROWS => {
+                    row_end.push(f64::NEG_INFINITY);
+                    row_end.len() - 1
+                }
+                None => COMM_ROWS - 1,
+            };
+            row_end[row] = row_end[row].max(x1);
+            let role = u
+                .role
+                .as_deref()
+                .unwrap_or(super::collectives::UNCLASSIFIED);
+            let completes = match u.completion {
+                Some(c) => format!("completes at #{c}"),
+                None => "no completion node in the graph".to_string(),
+            };
+            comms.push(CommMark {
+                x0,
+                x1,
+                y: 0.0,
+                row,
+                node: u.name.clone(),
+                role: u.role.clone(),
+                from: a,
+                to: b,
+                count: 1,
+                grouped: false,
+                title: format!(
+                    "not planned: {} ({} {})\n{} (#{}), {completes}\ngroup {} · {} · {role}",
+                    u.lane.label(),
+                    u.api.as_str(),
+                    u.lane.transport_label(),
+                    u.name,
+                    u.node,
+                    u.group.as_deref().unwrap_or(crate::identity::UNKNOWN_GROUP),
+                    u.lane.phase().as_str(),
+                ),
+                aria: format!(
+                    "not planned ({}, {}): {}; press Enter for details",
+                    u.lane.label(),
+                    u.api.as_str(),
+                    u.name
+                ),
+            });
+        }
+    }
+
+    // Exposed communication: a mark at the node whose compute waits; dense sets merge per bin.
+    let exposed_in: Vec<&ExposedIn> = options
+        .exposed
+        .iter()
+        .filter(|e| in_view(e.before.min(input.node_count.saturating_sub(1))))
+        .collect();
+    culled += options.exposed.len() - exposed_in.len();
+    let exposed_total: f64 = exposed_in.iter().map(|e| e.us).sum();
+    let mut exposed: Vec<ExposedMark> = Vec::new();
+    for e in &exposed_in {
+        let x = clip(px(e.before as f64));
+        // On a time axis the wait is a stretch that ends where its node starts.
+        let (x0, x1) = if time_axis && e.us * xmap.scale >= 3.0 {
+            (clip(x - e.us * xmap.scale), x)
+        } else {
+            ((x - 1.5).max(plot_x0), (x + 1.5).min(plot_x1))
+        };
+        if exposed_in.len() > MAX_MARKS {
+            let k = ((x - plot_x0) / BIN).floor();
+            let bx0 = plot_x0 + k * BIN;
+            if let Some(m) = exposed.last_mut().filter(|m| m.x0 == bx0) {
+                m.count += 1;
+                m.us += e.us;
+                continue;
+            }
+            exposed.push(ExposedMark {
+                x0: bx0,
+                x1: bx0 + BIN,
+                y: 0.0,
+                node: e.name.clone(),
+                us: e.us,
+                count: 1,
+                title: String::new(),
+                aria: String::new(),
+            });
+        } else {
+            exposed.push(ExposedMark {
+                x0,
+                x1,
+                y: 0.0,
+                node: e.name.clone(),
+                us: e.us,
+                count: 1,
+                title: format!(
+                    "exposed communication (model estimate): compute waits {} before {} (#{}) for {}",
+                    crate::cost::report::us(e.us),
+                    e.name,
+                    e.before,
+                    e.waits_for
+                ),
+                aria: format!(
+                    "compute waits {} before {} for {}; press Enter for details",
+                    crate::cost::report::us(e.us),
+                    e.name,
+                    e.waits_for
+                ),
+            });
+        }
+    }
+    for m in exposed.iter_mut().filter(|m| m.title.is_empty()) {
+        m.title = format!(
+            "{} exposed stretches here, {} in all (model estimate); zoom in to see each",
+            m.count,
+            crate::cost::report::us(m.us)
+        );
+        m.aria = format!("{} exposed stretches; press Enter for details", m.count);
+    }
+
     // Vertical layout.
     let mut texts: Vec<TextMark> = Vec::new();
     let title = if input.title.is_empty() {
@@ -899,7 +1265,17 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     } else {
         format!("{} · {} nodes", input.title, input.node_count)
     };
-    let range = format!("graph positions {:.0}–{:.0}", vp.x0, vp.x1);
+    let range = if time_axis {
+        format!(
+            "estimated {}–{} · graph positions {:.0}–{:.0}",
+            crate::cost::report::us(xmap.unit(vp.x0)),
+            crate::cost::report::us(xmap.unit(vp.x1)),
+            vp.x0,
+            vp.x1
+        )
+    } else {
+        format!("graph positions {:.0}–{:.0}", vp.x0, vp.x1)
+    };
     let range_w = text::width(&range, RANGE_SIZE);
     let title_room = w - 16.0 - range_w - 16.0;
     let one_line = text::width(&title, TITLE_SIZE) <= title_room;
@@ -954,6 +1330,18 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         // Lane name and note: in the left margin when wide, else on a line of their own.
         let (name, note) = match key {
             LaneKey::Skipped => (key.label(), format!("{} in view", skips_visible.len())),
+            LaneKey::Exposed => (
+                key.label(),
+                format!(
+                    "{} in view, {}",
+                    exposed_in.len(),
+                    crate::cost::report::us(exposed_total)
+                ),
+            ),
+            LaneKey::Unplanned => (
+                key.label(),
+                format!("{} in view (untagged or c10d)", comms_in.len()),
+            ),
             LaneKey::Buckets(_) if dense => {
                 let n: usize = bins[li].values().map(|b| b.count).sum();
                 let max = bins[li].values().map(|b| b.max).max().unwrap_or(0);
@@ -1039,6 +1427,54 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
             y += 5.0 + LANE_SIZE + 4.0;
         }
         match key {
+            LaneKey::Exposed => {
+                let rows_y = y + 4.0;
+                for m in exposed.iter_mut() {
+                    m.y = rows_y;
+                }
+                let rows_h = EXPOSED_H;
+                y = rows_y + rows_h + 6.0;
+                let height = (y - lane_y).max(if wide {
+                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
+                } else {
+                    0.0
+                });
+                y = lane_y + height;
+                lanes.push(LaneBox {
+                    key: *key,
+                    y: lane_y,
+                    height,
+                    rows_y,
+                    rows_h,
+                    rows: 1,
+                    shaded: li % 2 == 0,
+                });
+            }
+            LaneKey::Unplanned => {
+                let rows_y = y + 4.0;
+                let rows = comms.iter().map(|m| m.row + 1).max().unwrap_or(1);
+                let pitch = COMM_H + 3.0;
+                let rows_h = rows as f64 * pitch;
+                for m in comms.iter_mut() {
+                    m.y = rows_y + m.row as f64 * pitch;
+                }
+                y = rows_y + rows_h + 6.0;
+                let height = (y - lane_y).max(if wide {
+                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
+                } else {
+                    0.0
+                });
+                y = lane_y + height;
+                lanes.push(LaneBox {
+                    key: *key,
+                    y: lane_y,
+                    height,
+                    rows_y,
+                    rows_h,
+                    rows,
+                    shaded: li % 2 == 0,
+                });
+            }
             LaneKey::Skipped => {
                 let rows_y = y;
                 let mark_y = rows_y + 8.0;
@@ -1139,7 +1575,15 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                         h: geometry.bar,
                         colour,
                         label,
-                        title: bucket_title(b, singleton, role.as_deref()),
+                        title: match options.bucket_times.get(v.bucket) {
+                            Some((us, algo)) => format!(
+                                "{}\nestimated {} ({}; model estimate)",
+                                bucket_title(b, singleton, role.as_deref()),
+                                crate::cost::report::us(*us),
+                                algo.unwrap_or("no time: the model cannot time it")
+                            ),
+                            None => bucket_title(b, singleton, role.as_deref()),
+                        },
                         aria: bucket_aria(b, singleton, role.as_deref()),
                         singleton,
                         role,
@@ -1157,8 +1601,8 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                         let x1 = (x0 + BIN - 1.0).min(plot_x1);
                         let h = (COLUMN_H - 4.0) * bin.total as f64 / lane_max as f64;
                         let h = h.max(2.0);
-                        let from = vp.x0 + *k as f64 * BIN / scale;
-                        let to = vp.x0 + (*k as f64 + 1.0) * BIN / scale;
+                        let from = xmap.position(x0);
+                        let to = xmap.position(plot_x0 + (*k as f64 + 1.0) * BIN);
                         let largest = &input.buckets[bin.largest];
                         let colour = if bin.mixed {
                             palette::UNCLASSIFIED
@@ -1241,8 +1685,8 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                     for (k0, k1, count) in runs {
                         let x0 = plot_x0 + k0 as f64 * BIN;
                         let x1 = (plot_x0 + k1 as f64 * BIN).min(plot_x1);
-                        let from = vp.x0 + (x0 - plot_x0) / scale;
-                        let to = vp.x0 + (x1 - plot_x0) / scale;
+                        let from = xmap.position(x0);
+                        let to = xmap.position(x1);
                         overflow.push(OverflowMark {
                             lane: li,
                             x0,
@@ -1294,8 +1738,10 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     }
     let plot_y1 = y;
 
-    // Axis ticks at a 1-2-5 step giving about one tick per 90 px.
-    let span = vp.x1 - vp.x0;
+    // Axis ticks at a 1-2-5 step giving about one tick per 90 px (of positions, or of
+    // microseconds on a time axis).
+    let (u0, u1) = (xmap.unit(vp.x0), xmap.unit(vp.x1));
+    let span = u1 - u0;
     let want = ((plot_x1 - plot_x0) / 90.0).max(1.0);
     let raw = span / want;
     let mag = 10f64.powf(raw.log10().floor());
@@ -1303,18 +1749,26 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         .iter()
         .map(|m| m * mag)
         .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag)
-        .max(1.0);
+        .unwrap_or(10.0 * mag);
+    let step = if time_axis { step } else { step.max(1.0) };
     let mut axis = Vec::new();
-    let mut t = (vp.x0 / step).ceil() * step;
-    while t <= vp.x1 + 1e-9 {
-        let x = px(t);
-        let label = format!("{}", t as u64);
+    let mut t = (u0 / step).ceil() * step;
+    while t <= u1 + 1e-9 * step.max(1.0) && step > 0.0 {
+        let x = plot_x0 + (t - u0) * xmap.scale;
+        let label = if time_axis {
+            crate::cost::report::us(t)
+        } else {
+            format!("{}", t as u64)
+        };
         let lw = text::width(&label, AXIS_SIZE);
         let lx = x.clamp(lw / 2.0 + 2.0, w - lw / 2.0 - 2.0);
         axis.push(AxisTick {
             x,
-            position: t as u64,
+            position: if time_axis {
+                xmap.position(x) as u64
+            } else {
+                t as u64
+            },
             label: TextMark {
                 x: lx,
                 y: plot_y1 + 7.0,
@@ -1330,7 +1784,11 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     texts.push(TextMark {
         x: plot_x1,
         y: plot_y1 + 7.0 + AXIS_SIZE + 5.0,
-        text: "graph position (node index)".into(),
+        text: if time_axis {
+            "estimated time in the planned step (model estimate)".into()
+        } else {
+            "graph position (node index)".into()
+        },
         size: NOTE_SIZE,
         colour: MUTED,
         anchor: Anchor::End,
@@ -1376,6 +1834,15 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     entries.push((LegendShape::Split, "split (reason)".into()));
     if skip_lane.is_some() {
         entries.push((LegendShape::Skip, "skipped (reason)".into()));
+    }
+    if !options.exposed.is_empty() {
+        entries.push((
+            LegendShape::Exposed,
+            "compute waits for communication (model estimate)".into(),
+        ));
+    }
+    if !input.unplanned.is_empty() {
+        entries.push((LegendShape::Comm, "not planned: launch → completion".into()));
     }
     let mut legend = Vec::new();
     let mut x = 8.0;
@@ -1427,9 +1894,12 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
         columns,
         splits,
         skips,
+        comms,
+        exposed,
         legend,
         axis,
         dense,
+        time: time_axis.then(|| options.time.clone()).flatten(),
         in_view: in_view_count,
         not_drawn,
         culled,

@@ -2,16 +2,17 @@
 //! kind of mark.
 //!
 //! The frame (title, lanes, axis, legend) is drawn on one backend; each countable mark (bucket
-//! bar, column, overflow strip, split, skip) is drawn by plotters on its own backend and
+//! bar, column, overflow strip, split, skip, not-planned collective) is drawn by plotters on its own backend and
 //! wrapped in a `<g>` carrying `data-*` attributes, a `<title>` tooltip, and what keyboard and
 //! screen-reader users need (`tabindex="0"`, `role="button"`, `aria-label`), so the output can
 //! be counted, clicked, focused and read. Every user-provided string is XML-escaped (plotters
 //! escapes text it draws; this module escapes attributes and titles).
 
+use super::palette::role_colour;
 use super::palette::{Rgb, GRID, INK, LANE_BG, SKIP, SPLIT};
 use super::scene::{
-    Anchor, BarMark, ColumnMark, LegendItem, LegendShape, OverflowMark, SkipMark, SplitMark,
-    TextMark, TimelineScene,
+    Anchor, BarMark, ColumnMark, CommMark, ExposedMark, LegendItem, LegendShape, OverflowMark,
+    SkipMark, SplitMark, TextMark, TimelineScene, COMM_H, EXPOSED_H,
 };
 use super::text::FONT_FAMILY;
 use crate::planner::Reason;
@@ -133,7 +134,7 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"commlens-timeline\" width=\"{}\" height=\"{}\" \
          viewBox=\"0 0 {} {}\" role=\"group\" aria-label=\"{}\" data-nodes=\"{}\" data-x0=\"{:.3}\" data-x1=\"{:.3}\" \
-         data-plot-x0=\"{}\" data-plot-x1=\"{}\" data-bars=\"{}\" data-in-view=\"{}\" data-not-drawn=\"{}\" data-dense=\"{}\">",
+         data-plot-x0=\"{}\" data-plot-x1=\"{}\" data-bars=\"{}\" data-in-view=\"{}\" data-not-drawn=\"{}\" data-dense=\"{}\"{}>",
         f.width,
         f.height,
         f.width,
@@ -147,7 +148,12 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         scene.bars.len(),
         scene.in_view,
         scene.not_drawn,
-        scene.dense
+        scene.dense,
+        if scene.time.is_some() {
+            " data-axis=\"time\""
+        } else {
+            ""
+        }
     );
     if let Some(m) = meta {
         let _ = writeln!(out, "<title>{}</title>", xml_escape(&m.title));
@@ -191,8 +197,85 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
     for (i, s) in scene.skips.iter().enumerate() {
         skip_mark(&mut out, size, i, s);
     }
-    out.push_str("</g>\n</svg>\n");
+    out.push_str("</g>\n");
+    // Groups only for marks there are: a plan with neither draws as it did before them.
+    if !scene.comms.is_empty() {
+        out.push_str("<g class=\"comms\">\n");
+        for (i, c) in scene.comms.iter().enumerate() {
+            comm_mark(&mut out, size, i, c);
+        }
+        out.push_str("</g>\n");
+    }
+    if !scene.exposed.is_empty() {
+        out.push_str("<g class=\"exposed\">\n");
+        for (i, x) in scene.exposed.iter().enumerate() {
+            exposed_mark(&mut out, size, i, x);
+        }
+        out.push_str("</g>\n");
+    }
+    out.push_str("</svg>\n");
     out
+}
+
+fn exposed_mark(out: &mut String, size: (u32, u32), index: usize, x: &ExposedMark) {
+    let body = fragment(size, |area| {
+        e(area.draw(&Rectangle::new(
+            [
+                (x.x0.round() as i32, x.y.round() as i32),
+                (
+                    x.x1.round().max(x.x0.round() + 2.0) as i32,
+                    (x.y + EXPOSED_H).round() as i32,
+                ),
+            ],
+            colour(SKIP).filled(),
+        )))
+    });
+    let _ = write!(
+        out,
+        "<g data-exposed=\"{}\" data-mark=\"e{index}\" data-node=\"{}\" data-count=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
+        x.us,
+        xml_escape(&x.node),
+        x.count,
+        focusable(&x.aria),
+        xml_escape(&x.title),
+        body
+    );
+}
+
+/// A collective's span, filled with its role's colour and outlined (bucket bars are not), so
+/// it reads as "not planned" next to the buckets.
+fn comm_box(area: &Area, a: (i32, i32), b: (i32, i32), fill: Rgb) -> Result<(), String> {
+    e(area.draw(&Rectangle::new([a, b], colour(fill).filled())))?;
+    e(area.draw(&Rectangle::new([a, b], colour(INK).stroke_width(1))))
+}
+
+fn comm_mark(out: &mut String, size: (u32, u32), index: usize, c: &CommMark) {
+    let body = fragment(size, |area| {
+        comm_box(
+            area,
+            (c.x0.round() as i32, c.y.round() as i32),
+            (c.x1.round() as i32, (c.y + COMM_H).round() as i32),
+            role_colour(c.role.as_deref()),
+        )
+    });
+    let attr = if c.grouped {
+        "data-comm-group"
+    } else {
+        "data-comm"
+    };
+    let _ = write!(
+        out,
+        "<g {attr}=\"{}\" data-mark=\"c{index}\" data-node=\"{}\" data-role=\"{}\" data-from=\"{}\" data-to=\"{}\" data-count=\"{}\"{}><title>{}</title>\n{}\n</g>\n",
+        c.count,
+        xml_escape(&c.node),
+        xml_escape(c.role.as_deref().unwrap_or("unclassified")),
+        c.from,
+        c.to + 1,
+        c.count,
+        focusable(&c.aria),
+        xml_escape(&c.title),
+        body
+    );
 }
 
 /// The attributes that make a mark focusable and named.
@@ -472,6 +555,11 @@ fn legend_item(area: &Area, l: &LegendItem) -> Result<(), String> {
                 )))?;
             }
         }
+        LegendShape::Comm => comm_box(area, (x, y - 4), (x + 16, y + 4), role_colour(None))?,
+        LegendShape::Exposed => e(area.draw(&Rectangle::new(
+            [(x + 6, y - 5), (x + 10, y + 5)],
+            colour(SKIP).filled(),
+        )))?,
         LegendShape::Overflow => {
             e(area.draw(&Rectangle::new(
                 [(x, y - 4), (x + 16, y + 4)],

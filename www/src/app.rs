@@ -4,25 +4,34 @@
 use crate::browser;
 use crate::components::chart::{Chart, Pick};
 use crate::components::controls::{Controls, Export};
+use crate::components::cost::Cost;
 use crate::components::detail::Detail;
 use crate::components::embed::Embed;
+use crate::components::graphs::GraphPicker;
 use crate::components::loader::{example_path, Loader, Open, Welcome};
 use crate::components::overview::Overview;
 use crate::components::status::Status;
 use crate::components::table::Table;
+use crate::components::tags::Tags;
 use crate::limits;
 use crate::model::{self, Loaded, Shared};
 use crate::state::{Action, Selection, State, Timing};
 use crate::url_state::{SourceRef, UrlState};
-use commlens::graph::Graph;
 use commlens::timeline::{
-    build_scene, chrome_trace_with, render_svg_with, Collectives, ExportSettings, Viewport,
+    build_scene_with, chrome_trace_with, render_svg_with, ExportSettings, SceneOptions, Viewport,
 };
+use commlens::TagMode;
 use std::rc::Rc;
 use yew::prelude::*;
 
-/// Reads a dump from where `what` says, then dispatches it (or why it could not be read).
-fn open(dispatch: UseReducerDispatcher<State>, what: Open, limit_mb: Option<u64>) {
+/// Reads a dump or a trace log from where `what` says (a log on graph `graph`, or its
+/// default), then dispatches it (or why it could not be read).
+fn open(
+    dispatch: UseReducerDispatcher<State>,
+    what: Open,
+    limit_mb: Option<u64>,
+    graph: Option<usize>,
+) {
     wasm_bindgen_futures::spawn_local(async move {
         let limit = limits::bytes(limit_mb);
         let (label, source, bytes, started) = match what {
@@ -104,39 +113,73 @@ fn open(dispatch: UseReducerDispatcher<State>, what: Open, limit_mb: Option<u64>
         )));
         browser::yield_now().await;
         let t0 = browser::now_ms();
-        // The graph and the planner's per-graph checks are built while reading.
-        let prepared = commlens::planner::read_prepared::<Rc<Graph>>(&bytes);
+        // A dump, or a trace log's chosen graph: the graph and the planner's per-graph checks
+        // are built while reading.
+        let read = model::read_input(&bytes, graph);
         let size = bytes.len();
         drop(bytes);
-        let t1 = browser::now_ms();
-        match prepared {
+        match read {
             Err(e) => dispatch.dispatch(Action::LoadFailed(format!("{label}: {e}"))),
-            Ok(planner) => {
-                let graph = planner.graph_holder().clone();
-                let collectives = Collectives::classify(&graph);
-                let base = model::base_overview(&collectives);
-                let t2 = browser::now_ms();
-                let loaded = Loaded {
-                    label,
-                    source,
-                    graph,
-                    planner: Rc::new(planner),
-                    collectives: Shared::new(collectives),
-                    base: Rc::new(base),
-                    bytes: size,
-                };
-                dispatch.dispatch(Action::Loaded {
-                    loaded: Rc::new(loaded),
-                    started,
-                    stages: format!(
-                        "file {:.0} ms · read+prepare {:.0} ms · roles {:.0} ms",
-                        t0 - started,
-                        t1 - t0,
-                        t2 - t1
-                    ),
-                });
+            Ok(read) => {
+                let t1 = browser::now_ms();
+                let loaded = Loaded::new(label, source, read.log, read.planner, size);
+                finish_load(&dispatch, loaded, read.notice, started, t0, t1);
             }
         }
+    });
+}
+
+/// Shows graph `choice` of the trace log on screen (read again from the log's text, kept in
+/// memory: a dropped file cannot be read twice).
+fn choose_graph(dispatch: UseReducerDispatcher<State>, loaded: Rc<Loaded>, choice: usize) {
+    let Some((log, _)) = loaded.log.clone() else {
+        return;
+    };
+    wasm_bindgen_futures::spawn_local(async move {
+        let started = browser::now_ms();
+        dispatch.dispatch(Action::Busy(format!("reading graph {choice} of the log…")));
+        browser::yield_now().await;
+        let t0 = browser::now_ms();
+        match model::read_log_graph(&log, choice) {
+            Err(e) => dispatch.dispatch(Action::LoadFailed(format!(
+                "{}, graph {choice}: {e}",
+                loaded.label
+            ))),
+            Ok(planner) => {
+                let t1 = browser::now_ms();
+                let next = Loaded::new(
+                    loaded.label.clone(),
+                    loaded.source.clone(),
+                    Some((log, choice)),
+                    planner,
+                    loaded.bytes,
+                );
+                finish_load(&dispatch, next, None, started, t0, t1);
+            }
+        }
+    });
+}
+
+/// Hands a graph that was read to the reducer, with the stages' times.
+fn finish_load(
+    dispatch: &UseReducerDispatcher<State>,
+    loaded: Loaded,
+    notice: Option<String>,
+    started: f64,
+    t0: f64,
+    t1: f64,
+) {
+    let t2 = browser::now_ms();
+    dispatch.dispatch(Action::Loaded {
+        loaded: Rc::new(loaded),
+        notice,
+        started,
+        stages: format!(
+            "file {:.0} ms · read+prepare {:.0} ms · roles {:.0} ms",
+            t0 - started,
+            t1 - t0,
+            t2 - t1
+        ),
     });
 }
 
@@ -150,13 +193,18 @@ fn export_settings(state: &State, loaded: &Loaded) -> ExportSettings {
             None => loaded.label.clone(),
         },
         args: state.settings.args_json(&loaded.graph),
-        tags: None,
-        graph: None,
+        tags: (state.settings.tags != TagMode::Dump)
+            .then(|| state.settings.tags.as_str().to_string()),
+        graph: loaded.graph_choice(),
         viewport: None,
         width: None,
         view_url: Some(browser::url_with(
             &state.url_state().without_embed().to_query(),
         )),
+        hardware: state
+            .hardware
+            .as_ref()
+            .map(|hw| commlens::cost::report::hardware_json(&hw.hardware())),
     }
 }
 
@@ -174,7 +222,19 @@ fn export(state: &State, kind: Export) {
         Export::Svg => {
             let n = loaded.graph.len() as u32;
             let vp = state.viewport.unwrap_or_else(|| Viewport::full(n));
-            let scene = build_scene(&planned.timeline, vp, commlens::timeline::DEFAULT_WIDTH);
+            // What the chart shows: the time estimates' marks and axis too.
+            let cost = state.cost.as_ref();
+            let scene = build_scene_with(
+                &planned.timeline,
+                &SceneOptions {
+                    viewport: vp,
+                    width: commlens::timeline::DEFAULT_WIDTH,
+                    focus: None,
+                    exposed: cost.map_or_else(|| Rc::from(Vec::new()), |c| c.exposed.clone()),
+                    bucket_times: cost.map_or_else(|| Rc::from(Vec::new()), |c| c.buckets.clone()),
+                    time: cost.filter(|_| state.time_axis).map(|c| c.time.clone()),
+                },
+            );
             let settings = ExportSettings {
                 viewport: Some(scene.viewport),
                 width: Some(scene.frame.width),
@@ -264,9 +324,10 @@ pub fn app() -> Html {
             let (url, problems) = UrlState::parse(&browser::query_string());
             let source = url.source.clone();
             let limit = url.limit_mb;
+            let graph = url.graph;
             dispatch.dispatch(Action::Init(Box::new(url), problems));
             if let Some(s) = source {
-                open(dispatch, Open::Source(s), limit);
+                open(dispatch, Open::Source(s), limit, graph);
             }
         });
     }
@@ -289,8 +350,9 @@ pub fn app() -> Html {
 
     let on_open = use_callback(
         (dispatch.clone(), state.limit_mb),
-        |what: Open, (d, limit)| open(d.clone(), what, *limit),
+        |what: Open, (d, limit)| open(d.clone(), what, *limit, None),
     );
+
     let on_view = use_callback(
         dispatch.clone(),
         |(viewport, commit): (Option<Viewport>, bool), d| {
@@ -299,6 +361,16 @@ pub fn app() -> Html {
     );
     let loaded = state.loaded.clone().map(Shared);
     let planned = state.planned.clone().map(Shared);
+    let on_graph = use_callback(
+        (dispatch.clone(), loaded.clone()),
+        |choice: usize, (d, loaded)| {
+            if let Some(loaded) = loaded {
+                if loaded.graph_choice() != Some(choice) {
+                    choose_graph(d.clone(), loaded.0.clone(), choice);
+                }
+            }
+        },
+    );
     let on_pick = use_callback(
         (dispatch.clone(), loaded.clone(), planned.clone()),
         |pick: Pick, (d, loaded, planned)| {
@@ -335,7 +407,18 @@ pub fn app() -> Html {
     });
     let on_filter = use_callback(dispatch.clone(), |f, d| d.dispatch(Action::Filter(f)));
     let on_settings = use_callback(dispatch.clone(), |s, d| d.dispatch(Action::Settings(s)));
+    let on_tags = use_callback(
+        (dispatch.clone(), state.settings.clone()),
+        |tags: TagMode, (d, settings)| {
+            d.dispatch(Action::Settings(model::Settings {
+                tags,
+                ..settings.clone()
+            }))
+        },
+    );
     let on_limit = use_callback(dispatch.clone(), |l, d| d.dispatch(Action::Limit(l)));
+    let on_hardware = use_callback(dispatch.clone(), |hw, d| d.dispatch(Action::Hardware(hw)));
+    let on_time_axis = use_callback(dispatch.clone(), |on, d| d.dispatch(Action::TimeAxis(on)));
     let on_dismiss_error = use_callback(dispatch.clone(), |(), d| d.dispatch(Action::DismissError));
     let on_dismiss_notice =
         use_callback(dispatch.clone(), |(), d| d.dispatch(Action::DismissNotice));
@@ -384,17 +467,25 @@ pub fn app() -> Html {
     let timeline_panels = match (&loaded, &planned) {
         (Some(loaded), Some(planned)) => {
             let timeline = planned.timeline.clone();
+            let exposed = state.cost.as_ref().map(|c| c.exposed.clone());
+            let bucket_times = state.cost.as_ref().map(|c| c.buckets.clone());
+            let time = state
+                .cost
+                .as_ref()
+                .filter(|_| state.time_axis)
+                .map(|c| c.time.clone());
             let focus = state.selection.bucket(&timeline);
             let selected = focus.map(|b| timeline.buckets[b].id.clone());
             let chart = html! {
-                <Chart timeline={timeline.clone()} viewport={state.viewport} focus={focus} selected={selected}
+                <Chart timeline={timeline.clone()} exposed={exposed.clone()} bucket_times={bucket_times.clone()} time={time.clone()} viewport={state.viewport} focus={focus} selected={selected}
                     filter={state.filter.clone()} on_view={on_view.clone()} on_pick={on_pick.clone()} embed={state.embed}
                     dom_id={AttrValue::Static("chart")} width_hint={chart_width_hint(state.embed)}
                     title={AttrValue::from(format!("Bucket timeline of {}", loaded.label))} />
             };
             let detail = (state.selection != Selection::None).then(|| html! {
                 <Detail loaded={loaded.clone()} planned={planned.clone()} selection={state.selection}
-                    compact={state.embed} open_url={state.embed.then(|| share_url.clone())} on_select={on_select.clone()} />
+                    compact={state.embed} open_url={state.embed.then(|| share_url.clone())} on_select={on_select.clone()}
+                    cost={state.cost.clone().map(Shared)} />
             });
             Some((chart, detail))
         }
@@ -432,8 +523,13 @@ pub fn app() -> Html {
             if let (Some(loaded), Some(planned), Some((chart, detail))) = (&loaded, &planned, timeline_panels) {
                 <main class="main" id="main" tabindex="-1">
                     <div class="left">
+                        if let Some((log, choice)) = &loaded.log {
+                            <GraphPicker log={log.clone()} choice={*choice} warnings={loaded.graph.dump.warnings.clone()} on_choose={on_graph} />
+                        }
+                        <Tags mode={state.settings.tags} note={planned.tags_note.clone().map(AttrValue::from)} on_mode={on_tags} />
                         <Controls loaded={loaded.clone()} settings={state.settings.clone()} share_url={share_url.clone()}
                             on_settings={on_settings} on_export={on_export} />
+                        <Cost hardware={state.hardware.clone()} time_axis={state.time_axis} on_time_axis={on_time_axis} cost={state.cost.clone().map(Shared)} on_hardware={on_hardware} />
                         <Overview counts={planned.overview.clone()} filter={state.filter.clone()}
                             plan_error={planned.error.clone().map(AttrValue::from)} on_filter={on_filter} />
                     </div>

@@ -4,13 +4,20 @@
 //! tested natively.
 
 use crate::url_state::{Filter, SourceRef};
+use commlens::cost::{CostModel, GpuGeneration, Hardware, StepSummary};
 use commlens::graph::Graph;
 use commlens::identity::Code;
+use commlens::input::Format;
 use commlens::planner::{Action, BucketPlan, Planner, Reason};
+use commlens::tags::DerivedTags;
 use commlens::timeline::collectives::{source_label, UNCLASSIFIED};
-use commlens::timeline::{Collectives, TimelineInput};
+use commlens::timeline::{Collectives, ExposedIn, TimelineInput};
+use commlens::tracelog::GraphSummary;
 use commlens::value::PyValue;
+use commlens::TagMode;
+use indexmap::IndexMap;
 use serde_json::{json, Map, Value};
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -124,6 +131,9 @@ pub struct Settings {
     pub max_input_distance: Option<u64>,
     pub max_consumer_distance: Option<u64>,
     pub plans: PlansMode,
+    /// Where the planner's FSDP tags come from: the dump's, or derived from semantic roles
+    /// (`commlens plan --tags roles`).
+    pub tags: TagMode,
 }
 
 impl Default for Settings {
@@ -133,6 +143,7 @@ impl Default for Settings {
             max_input_distance: None,
             max_consumer_distance: None,
             plans: PlansMode::Dump,
+            tags: TagMode::Dump,
         }
     }
 }
@@ -287,11 +298,94 @@ pub fn plans_problem(graph: &Graph, plans: &PlansMode) -> Option<String> {
         .map(|e| e.message)
 }
 
+/// A trace log's post-grad graphs (`commlens graphs`), and the log's text, kept so that
+/// another graph can be chosen without reading the file again.
+pub struct LogGraphs {
+    /// The log, decompressed.
+    pub text: Rc<[u8]>,
+    pub graphs: Vec<GraphSummary>,
+}
+
+impl LogGraphs {
+    /// The graph a log opens on when no graph is chosen: the first that reads and holds
+    /// collectives, else the first that reads, else the first.
+    pub fn default_choice(&self) -> usize {
+        let readable = |g: &&GraphSummary| g.content.is_ok();
+        self.graphs
+            .iter()
+            .filter(readable)
+            .find(|g| g.content.as_ref().is_ok_and(|c| c.collectives > 0))
+            .or_else(|| self.graphs.iter().find(readable))
+            .map_or(0, |g| g.index)
+    }
+}
+
+/// What [`read_input`] read: the chosen graph prepared for planning, and for a trace log its
+/// graphs and which one was chosen.
+pub struct ReadInput {
+    pub planner: Planner<Rc<Graph>>,
+    pub log: Option<(Shared<LogGraphs>, usize)>,
+    /// A chosen graph that could not be used (out of range), and what was used instead.
+    pub notice: Option<String>,
+}
+
+/// Reads a dump or a trace log (plain or gzip, told apart by content: `commlens::input`, the
+/// door every shell reads through). A log opens on graph `choice`, or on
+/// [`LogGraphs::default_choice`]. Errors are the core's messages.
+pub fn read_input(bytes: &[u8], choice: Option<usize>) -> Result<ReadInput, String> {
+    let (format, plain) = commlens::input::detect(bytes).map_err(|e| e.to_string())?;
+    match format {
+        Format::Dump => Ok(ReadInput {
+            planner: commlens::input::read_prepared(&plain, None).map_err(|e| e.to_string())?,
+            log: None,
+            notice: choice
+                .filter(|k| *k != 0)
+                .map(|k| format!("graph={k}: the input is a graph dump, which holds one graph")),
+        }),
+        Format::TraceLog => {
+            // A log without post-grad graphs fails here, saying what it holds.
+            let graphs = commlens::input::graphs(&plain).map_err(|e| e.to_string())?;
+            let log = LogGraphs {
+                text: Rc::from(plain.into_owned()),
+                graphs,
+            };
+            let mut notice = None;
+            let chosen = match choice {
+                Some(k) if k < log.graphs.len() => k,
+                Some(k) => {
+                    let fallback = log.default_choice();
+                    notice = Some(format!(
+                        "graph={k}: the trace log holds {} post-grad graph(s) (0 to {}); showing graph {fallback}",
+                        log.graphs.len(),
+                        log.graphs.len().saturating_sub(1)
+                    ));
+                    fallback
+                }
+                None => log.default_choice(),
+            };
+            let log = Shared::new(log);
+            let planner = read_log_graph(&log, chosen)?;
+            Ok(ReadInput {
+                planner,
+                log: Some((log, chosen)),
+                notice,
+            })
+        }
+    }
+}
+
+/// Graph `choice` of a log already read, prepared for planning.
+pub fn read_log_graph(log: &LogGraphs, choice: usize) -> Result<Planner<Rc<Graph>>, String> {
+    commlens::input::read_prepared(&log.text, Some(choice)).map_err(|e| e.to_string())
+}
+
 /// A dump that was read, classified and prepared for planning.
 pub struct Loaded {
     pub label: String,
     /// Where it came from, when a link can reproduce it.
     pub source: Option<SourceRef>,
+    /// For a trace log: its graphs, and the one shown.
+    pub log: Option<(Shared<LogGraphs>, usize)>,
     pub graph: Rc<Graph>,
     /// The graph prepared for planning once; every re-plan reuses it.
     pub planner: Rc<Planner<Rc<Graph>>>,
@@ -299,6 +393,82 @@ pub struct Loaded {
     /// Overview counts that do not depend on the plan.
     pub base: Rc<Overview>,
     pub bytes: usize,
+    /// The graph with tags derived from roles, prepared for planning: made the first time
+    /// the tags switch asks for it.
+    roles: OnceCell<Rc<RolesPlanner>>,
+    /// Why the dump's own tags plan to nothing (`commlens::untagged_note`), once asked.
+    untagged: OnceCell<Option<String>>,
+    /// The last cost model (per graph, hardware and group ranks) and its step of the graph
+    /// as it is: a re-plan only simulates the plan.
+    cost_cache: RefCell<Option<CostCache>>,
+}
+
+struct CostCache {
+    roles: bool,
+    hardware: HardwareSettings,
+    group_ranks: IndexMap<String, Vec<i128>>,
+    model: Rc<CostModel>,
+    unbucketed: StepSummary,
+}
+
+/// `--tags roles`: the graph with the FSDP pass's tags derived from semantic roles, prepared
+/// for planning, and what was derived.
+pub struct RolesPlanner {
+    pub planner: Planner<Rc<Graph>>,
+    pub derived: DerivedTags,
+}
+
+impl Loaded {
+    /// A graph prepared for planning, classified once (every re-plan reuses both).
+    pub fn new(
+        label: String,
+        source: Option<SourceRef>,
+        log: Option<(Shared<LogGraphs>, usize)>,
+        planner: Planner<Rc<Graph>>,
+        bytes: usize,
+    ) -> Loaded {
+        let graph = planner.graph_holder().clone();
+        let collectives = Collectives::classify(&graph);
+        let base = base_overview(&collectives);
+        Loaded {
+            label,
+            source,
+            log,
+            graph,
+            planner: Rc::new(planner),
+            collectives: Shared::new(collectives),
+            base: Rc::new(base),
+            bytes,
+            roles: OnceCell::new(),
+            untagged: OnceCell::new(),
+            cost_cache: RefCell::new(None),
+        }
+    }
+
+    /// The graph with tags derived from roles, prepared for planning (derived once).
+    pub fn roles(&self) -> Rc<RolesPlanner> {
+        self.roles
+            .get_or_init(|| {
+                let (graph, derived) = commlens::derive_tags(&self.graph);
+                Rc::new(RolesPlanner {
+                    planner: Planner::new(Rc::new(graph)),
+                    derived,
+                })
+            })
+            .clone()
+    }
+
+    /// Why the dump's own tags planned to nothing, when its collectives have FSDP roles.
+    pub fn untagged_note(&self) -> Option<String> {
+        self.untagged
+            .get_or_init(|| commlens::untagged_note(&self.graph))
+            .clone()
+    }
+
+    /// The trace log's graph on screen (`None` for a dump).
+    pub fn graph_choice(&self) -> Option<usize> {
+        self.log.as_ref().map(|(_, k)| *k)
+    }
 }
 
 /// What one plan says of one collective (aligned with `Collectives::rows`).
@@ -398,6 +568,12 @@ pub struct Planned {
     pub overview: Shared<Overview>,
     /// Why the planner could not run (argument errors), shown instead of buckets.
     pub error: Option<String>,
+    /// With tags derived from roles: what was derived (the graph it planned is the loaded
+    /// graph with those tags).
+    pub roles: Option<Rc<RolesPlanner>>,
+    /// What the plan's tags rest on, in words: the derived tags' description, or why the
+    /// dump's own tags planned to nothing.
+    pub tags_note: Option<String>,
     /// The core planner's own time, and everything after it.
     pub plan_ms: f64,
     pub views_ms: f64,
@@ -407,9 +583,12 @@ pub struct Planned {
 impl Planned {
     /// The plan report JSON (`commlens plan`'s output, byte for byte).
     pub fn report_json(&self, graph: &Graph) -> String {
-        match &self.plan {
-            Some(p) => commlens::planner::report::plan_to_json(p, graph),
-            None => String::new(),
+        match (&self.plan, &self.roles) {
+            (Some(p), Some(roles)) => {
+                commlens::plan_json_with(p, roles.planner.graph(), Some(&roles.derived))
+            }
+            (Some(p), None) => commlens::planner::report::plan_to_json(p, graph),
+            (None, _) => String::new(),
         }
     }
 }
@@ -418,12 +597,20 @@ impl Planned {
 pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Planned {
     let t0 = now();
     let graph = &loaded.graph;
-    let args = settings.args_json(graph);
-    let planner_args = commlens::resolve_args(graph, Some(&args));
+    let roles = (settings.tags == TagMode::Roles).then(|| loaded.roles());
+    // The graph planned: the loaded one, or the same nodes with tags derived from roles.
+    let planner = roles.as_ref().map_or(&*loaded.planner, |r| &r.planner);
+    let args = settings.args_json(planner.graph());
+    let planner_args = commlens::resolve_args(planner.graph(), Some(&args));
     // The graph was prepared for planning once, at load: a re-plan only redoes the
     // argument-dependent work.
-    let result = loaded.planner.plan(&planner_args);
+    let result = planner.plan(&planner_args);
     let t1 = now();
+    let tags_note = match (&roles, &result) {
+        (Some(r), _) => Some(r.derived.describe()),
+        (None, Ok(p)) if p.summary.tagged_collectives == 0 => loaded.untagged_note(),
+        _ => None,
+    };
     let (timeline, plan, error) = match result {
         Ok(p) => {
             let t =
@@ -479,10 +666,192 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
         columns: Shared::new(columns),
         overview: Shared::new(overview),
         error,
+        roles,
+        tags_note,
         plan_ms: t1 - t0,
         views_ms: now() - t1,
         detail,
     }
+}
+
+/// The hardware the time estimates are made for: a GPU generation's preset and the network
+/// options `commlens cost` takes (`--gpu`, `--gpus-per-node`, `--no-nvlink`, `--intra-bw`,
+/// `--inter-bw`), with the CLI's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HardwareSettings {
+    pub gpu: GpuGeneration,
+    pub gpus_per_node: u64,
+    pub nvlink: bool,
+    /// GB/s overrides of the preset's intra- and inter-node bandwidth.
+    pub intra_bw: Option<f64>,
+    pub inter_bw: Option<f64>,
+}
+
+impl Default for HardwareSettings {
+    fn default() -> Self {
+        let network = commlens::cost::Network::default();
+        HardwareSettings {
+            gpu: network.gpu,
+            gpus_per_node: network.gpus_per_node,
+            nvlink: network.nvlink,
+            intra_bw: None,
+            inter_bw: None,
+        }
+    }
+}
+
+impl HardwareSettings {
+    /// The core's hardware, built as `commlens cost` builds it from the same options.
+    pub fn hardware(&self) -> Hardware {
+        let mut hw = Hardware::preset(self.gpu);
+        hw.network.gpus_per_node = self.gpus_per_node.max(1);
+        hw.network.nvlink = self.nvlink;
+        hw.network.intra_node_bw = self.intra_bw;
+        hw.network.inter_node_bw = self.inter_bw;
+        hw
+    }
+
+    /// The `commlens cost` options that give the same numbers.
+    pub fn cli_options(&self) -> String {
+        let mut out = format!("--gpu {}", self.gpu.as_str());
+        if self.gpus_per_node != 8 {
+            out.push_str(&format!(" --gpus-per-node {}", self.gpus_per_node));
+        }
+        if !self.nvlink {
+            out.push_str(" --no-nvlink");
+        }
+        if let Some(bw) = self.intra_bw {
+            out.push_str(&format!(" --intra-bw {bw}"));
+        }
+        if let Some(bw) = self.inter_bw {
+            out.push_str(&format!(" --inter-bw {bw}"));
+        }
+        out
+    }
+}
+
+/// A bandwidth typed into a control or a link: empty is "the preset's"; else a positive
+/// number of GB/s.
+pub fn parse_bandwidth(text: &str) -> Result<Option<f64>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Some(v)),
+        _ => Err(format!("“{t}” is not a positive number of GB/s")),
+    }
+}
+
+/// The time estimates of one plan on one piece of hardware: the step as the graph is and as
+/// planned (`commlens cost`'s summary), each bucket's bucketed collective, and where compute
+/// waits.
+pub struct CostView {
+    pub unbucketed: StepSummary,
+    pub planned: StepSummary,
+    /// Per timeline bucket: its bucketed collective's microseconds and algorithm.
+    pub buckets: Rc<[(f64, Option<&'static str>)]>,
+    /// Where compute waits in the planned step, for the chart.
+    pub exposed: Rc<[ExposedIn]>,
+    /// The planned step's time at each graph position (node starts, then the step's end):
+    /// the chart's time axis.
+    pub time: Rc<[f64]>,
+}
+
+/// Costs the planned graph and its plan on `hw` (what `commlens cost` reports, computed by the
+/// core's `CostModel`).
+pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option<CostView> {
+    let plan = planned.plan.as_ref()?;
+    let graph = planned
+        .roles
+        .as_ref()
+        .map_or(&*loaded.graph, |r| r.planner.graph());
+    let roles = planned.roles.is_some();
+    let cached = loaded.cost_cache.borrow().as_ref().and_then(|c| {
+        (c.roles == roles && c.hardware == *hw && c.group_ranks == plan.group_ranks)
+            .then(|| (c.model.clone(), c.unbucketed))
+    });
+    let (model, unbucketed) = match cached {
+        Some(hit) => hit,
+        None => {
+            let model = Rc::new(CostModel::new(graph, hw.hardware(), &plan.group_ranks));
+            let unbucketed = model.unbucketed().summary;
+            *loaded.cost_cache.borrow_mut() = Some(CostCache {
+                roles,
+                hardware: hw.clone(),
+                group_ranks: plan.group_ranks.clone(),
+                model: model.clone(),
+                unbucketed,
+            });
+            (model, unbucketed)
+        }
+    };
+    let step = model.planned(plan);
+    // What each launch is: a bucket (bucket launches come first), else a collective left as
+    // it is; named only for the launches compute waits on.
+    #[derive(Clone, Copy)]
+    enum Launch {
+        Bucket(usize),
+        Comm(usize),
+        Unknown,
+    }
+    let mut launches = vec![Launch::Unknown; step.step.launches.len()];
+    for (b, &l) in step.bucket_launch.iter().enumerate() {
+        if let Some(slot) = launches.get_mut(l) {
+            *slot = Launch::Bucket(b);
+        }
+    }
+    for (c, l) in step.comm_launch.iter().enumerate() {
+        if let Some(slot) = l.and_then(|l| launches.get_mut(l)) {
+            *slot = Launch::Comm(c);
+        }
+    }
+    let waits_for = |launch: usize| -> String {
+        match launches.get(launch).copied().unwrap_or(Launch::Unknown) {
+            Launch::Bucket(b) => planned
+                .timeline
+                .buckets
+                .get(b)
+                .map(|b| b.short_id().to_string())
+                .unwrap_or_default(),
+            Launch::Comm(c) => model
+                .work
+                .comms
+                .get(c)
+                .map(|w| graph.node(w.node).name.clone())
+                .unwrap_or_default(),
+            Launch::Unknown => String::new(),
+        }
+    };
+    let exposed: Vec<ExposedIn> = step
+        .step
+        .stalls
+        .iter()
+        .filter(|s| s.to_us > s.from_us)
+        .map(|s| ExposedIn {
+            before: u32::try_from(s.before).unwrap_or(u32::MAX),
+            name: if s.before < graph.len() {
+                Rc::from(graph.node(s.before).name.as_str())
+            } else {
+                Rc::from("the end of the step")
+            },
+            us: s.to_us - s.from_us,
+            waits_for: waits_for(s.launch),
+        })
+        .collect();
+    let mut time = step.step.node_start_us.clone();
+    time.push(step.step.summary.step_us);
+    Some(CostView {
+        time: Rc::from(time),
+        unbucketed,
+        planned: step.step.summary,
+        buckets: step
+            .buckets
+            .iter()
+            .map(|b| (b.time.us, b.time.algo.map(|a| a.as_str())))
+            .collect(),
+        exposed: Rc::from(exposed),
+    })
 }
 
 /// A table column.
@@ -674,19 +1043,9 @@ mod tests {
             "/../examples/llama_fsdp.json.gz"
         ))
         .unwrap();
-        let planner: Planner<Rc<Graph>> = commlens::planner::read_prepared(&bytes).unwrap();
-        let graph = planner.graph_holder().clone();
-        let collectives = Collectives::classify(&graph);
-        let base = Rc::new(base_overview(&collectives));
-        let loaded = Loaded {
-            label: "llama".into(),
-            source: None,
-            graph,
-            planner: Rc::new(planner),
-            collectives: Shared::new(collectives),
-            base,
-            bytes: bytes.len(),
-        };
+        let read = read_input(&bytes, None).unwrap();
+        assert!(read.log.is_none());
+        let loaded = Loaded::new("llama".into(), None, None, read.planner, bytes.len());
         let settings = Settings {
             cap_bytes: Some(6000),
             ..Settings::default()

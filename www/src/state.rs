@@ -2,7 +2,7 @@
 //! props and change it by dispatching an [`Action`]. Re-planning happens here, so the
 //! settings and the plan on screen never disagree.
 
-use crate::model::{self, Loaded, Planned, PlansMode, Settings};
+use crate::model::{self, CostView, HardwareSettings, Loaded, Planned, PlansMode, Settings};
 use crate::url_state::{Filter, SelectionRef, UrlState};
 use commlens::timeline::{TimelineInput, Viewport};
 use std::rc::Rc;
@@ -96,6 +96,14 @@ pub struct State {
     pub notice: Option<String>,
     pub embed: bool,
     pub limit_mb: Option<u64>,
+    /// The hardware time estimates are made for; `None`: no estimates.
+    pub hardware: Option<HardwareSettings>,
+    /// The current plan's time estimates on that hardware.
+    pub cost: Option<Rc<CostView>>,
+    /// The chart's x axis is the estimated time (when there are estimates).
+    pub time_axis: bool,
+    /// How long the last time estimates took.
+    cost_ms: f64,
     /// Parameters of the link this version does not use, written back unchanged.
     pub other_params: Vec<(String, String)>,
     /// The link's selection and view, applied once the first dump is read.
@@ -111,6 +119,8 @@ pub enum Action {
     LoadFailed(String),
     Loaded {
         loaded: Rc<Loaded>,
+        /// What the reader could not use (a link's graph out of range).
+        notice: Option<String>,
         started: f64,
         stages: String,
     },
@@ -133,6 +143,10 @@ pub enum Action {
     DismissNotice,
     /// The input size limit, in MiB.
     Limit(Option<u64>),
+    /// Time estimates on this hardware (`None`: off).
+    Hardware(Option<HardwareSettings>),
+    /// The x axis: estimated time (`true`) or graph position.
+    TimeAxis(bool),
 }
 
 impl State {
@@ -141,6 +155,7 @@ impl State {
         let timeline = self.planned.as_ref().map(|p| p.timeline.clone());
         UrlState {
             source: self.loaded.as_ref().and_then(|l| l.source.clone()),
+            graph: self.loaded.as_ref().and_then(|l| l.graph_choice()),
             settings: self.settings.clone(),
             selection: timeline.and_then(|t| self.selection.to_ref(&t)),
             viewport: self.committed_viewport,
@@ -148,6 +163,8 @@ impl State {
             search: self.search.clone(),
             embed: self.embed,
             limit_mb: self.limit_mb,
+            hardware: self.hardware.clone(),
+            time_axis: self.time_axis && self.hardware.is_some(),
             other: self.other_params.clone(),
         }
     }
@@ -191,6 +208,17 @@ impl State {
             }
         }
         self.planned = Some(Rc::new(planned));
+        self.recost();
+    }
+
+    /// Time estimates of the plan on screen, on the chosen hardware.
+    fn recost(&mut self) {
+        let t0 = crate::browser::now_ms();
+        self.cost = match (&self.loaded, &self.planned, &self.hardware) {
+            (Some(l), Some(p), Some(hw)) => model::cost(l, p, hw).map(Rc::new),
+            _ => None,
+        };
+        self.cost_ms = crate::browser::now_ms() - t0;
     }
 
     /// Moves the view so that the selection is in it.
@@ -220,8 +248,13 @@ impl State {
         self.planned
             .as_ref()
             .map(|p| {
+                let cost = if self.cost.is_some() {
+                    format!(" · time estimates {:.1} ms", self.cost_ms)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "plan {:.1} ms · views {:.1} ms ({})",
+                    "plan {:.1} ms · views {:.1} ms ({}){cost}",
                     p.plan_ms, p.views_ms, p.detail
                 )
             })
@@ -243,6 +276,8 @@ impl Reducible for State {
                 s.search = url.search;
                 s.embed = url.embed;
                 s.limit_mb = url.limit_mb;
+                s.hardware = url.hardware;
+                s.time_axis = url.time_axis;
                 s.other_params = url.other;
                 s.pending = Some((url.selection, url.viewport));
                 if !problems.is_empty() {
@@ -263,11 +298,15 @@ impl Reducible for State {
             }
             Action::Loaded {
                 loaded,
+                notice,
                 started,
                 stages,
             } => {
                 s.busy = None;
                 s.error = None;
+                if notice.is_some() {
+                    s.notice = notice;
+                }
                 let first = s.loaded.is_none();
                 // Settings carry over only where they mean the same in the new graph: the
                 // policy's numbers do; module names must exist in it.
@@ -352,6 +391,34 @@ impl Reducible for State {
             Action::DismissError => s.error = None,
             Action::DismissNotice => s.notice = None,
             Action::Limit(l) => s.limit_mb = l,
+            Action::TimeAxis(on) => {
+                if on == s.time_axis {
+                    return self;
+                }
+                s.time_axis = on;
+                let seq = s.next_seq();
+                s.timing = Some(Timing {
+                    seq,
+                    what: "replan",
+                    started: now(),
+                    stages: "axis".into(),
+                });
+            }
+            Action::Hardware(hw) => {
+                if hw == s.hardware {
+                    return self;
+                }
+                let started = now();
+                s.hardware = hw;
+                s.recost();
+                let seq = s.next_seq();
+                s.timing = Some(Timing {
+                    seq,
+                    what: "replan",
+                    started,
+                    stages: "time estimates".into(),
+                });
+            }
         }
         Rc::new(s)
     }

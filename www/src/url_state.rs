@@ -3,12 +3,16 @@
 //!
 //! | parameter | meaning |
 //! |---|---|
-//! | `src=URL`, `example=KEY` | the dump |
+//! | `src=URL`, `example=KEY` | the dump or trace log |
+//! | `graph=K` | a trace log's post-grad graph (0-based, as `commlens graphs` numbers them) |
 //! | `cap`, `mid`, `mcd` | `cap_bytes`, `max_input_distance`, `max_consumer_distance` |
+//! | `tags=roles` | plan with FSDP tags derived from semantic roles (`--tags roles`) |
 //! | `plans`, `ptext` | module plans (`dump`, `parents`, `blocks`, `explicit`, `none`) and their text |
 //! | `sel=n:INDEX`, `sel=b:BUCKET` | the selected node, or the bucket (by id) |
 //! | `x0`, `x1` | the graph positions in view |
 //! | `filter`, `q` | the overview filter, the table search |
+//! | `gpu`, `gpn`, `nvlink=0`, `intra`, `inter` | time estimates on this hardware (`commlens cost --gpu --gpus-per-node --no-nvlink --intra-bw --inter-bw`) |
+//! | `x=time` | the x axis is the estimated time (with `gpu`) |
 //! | `embed=timeline` | the chart alone, for an iframe |
 //! | `limit_mb` | the largest dump to read, in MiB |
 //!
@@ -18,7 +22,7 @@
 //! not know are kept (`other`) and written back, so a link made by a newer app survives a
 //! round trip through an older one.
 
-use crate::model::{PlansMode, Settings};
+use crate::model::{HardwareSettings, PlansMode, Settings};
 use commlens::identity::Code;
 use commlens::planner::{Action, Reason};
 use commlens::timeline::Viewport;
@@ -99,6 +103,8 @@ impl Filter {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UrlState {
     pub source: Option<SourceRef>,
+    /// A trace log's graph (`--graph K`).
+    pub graph: Option<usize>,
     pub settings: Settings,
     pub selection: Option<SelectionRef>,
     pub viewport: Option<Viewport>,
@@ -106,6 +112,10 @@ pub struct UrlState {
     pub search: String,
     pub embed: bool,
     pub limit_mb: Option<u64>,
+    /// The time estimates' hardware, when they are shown.
+    pub hardware: Option<HardwareSettings>,
+    /// The x axis is the estimated time (with time estimates on).
+    pub time_axis: bool,
     /// Parameters this version does not know, in order.
     pub other: Vec<(String, String)>,
 }
@@ -119,6 +129,8 @@ impl UrlState {
         let mut plans_key: Option<String> = None;
         let mut plans_text = String::new();
         let (mut x0, mut x1) = (None, None);
+        let mut hw = HardwareSettings::default();
+        let mut hw_given = false;
         let query = query.strip_prefix('?').unwrap_or(query);
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
             let (key, value) = (key.into_owned(), value.into_owned());
@@ -131,10 +143,20 @@ impl UrlState {
             match key.as_str() {
                 "src" if !value.is_empty() => s.source = Some(SourceRef::Url(value)),
                 "example" => s.source = Some(SourceRef::Example(value)),
+                "graph" => match value.parse() {
+                    Ok(k) => s.graph = Some(k),
+                    Err(_) => problems.push(format!(
+                        "graph={value}: not a graph number (0, 1, ... as `commlens graphs` lists them)"
+                    )),
+                },
                 "cap" => count(&mut s.settings.cap_bytes, 1, &mut problems),
                 "mid" => count(&mut s.settings.max_input_distance, 0, &mut problems),
                 "mcd" => count(&mut s.settings.max_consumer_distance, 0, &mut problems),
                 "limit_mb" => count(&mut s.limit_mb, 1, &mut problems),
+                "tags" => match commlens::TagMode::parse(&value) {
+                    Some(mode) => s.settings.tags = mode,
+                    None => problems.push(format!("tags={value}: expected dump or roles")),
+                },
                 "plans" => plans_key = Some(value),
                 "ptext" => plans_text = value,
                 "sel" => match value.split_once(':') {
@@ -155,8 +177,46 @@ impl UrlState {
                 },
                 "q" => s.search = value,
                 "embed" => s.embed = value != "0" && value != "false",
+                "x" if value == "time" => s.time_axis = true,
+                "x" if value == "position" => s.time_axis = false,
+                "x" => problems.push(format!("x={value}: expected time or position")),
+                "gpu" => match commlens::cost::GpuGeneration::parse(&value) {
+                    Some(g) => {
+                        hw.gpu = g;
+                        hw_given = true;
+                    }
+                    None => problems.push(format!(
+                        "gpu={value}: expected {}",
+                        commlens::cost::report::generations()
+                    )),
+                },
+                "gpn" => match value.parse::<u64>() {
+                    Ok(n) if n >= 1 => {
+                        hw.gpus_per_node = n;
+                        hw_given = true;
+                    }
+                    _ => problems.push(format!("gpn={value}: GPUs per node is a whole number, 1 or more")),
+                },
+                "nvlink" => {
+                    hw.nvlink = value != "0" && value != "false";
+                    hw_given = true;
+                }
+                "intra" | "inter" => match crate::model::parse_bandwidth(&value) {
+                    Ok(bw) => {
+                        if key == "intra" {
+                            hw.intra_bw = bw;
+                        } else {
+                            hw.inter_bw = bw;
+                        }
+                        hw_given = true;
+                    }
+                    Err(e) => problems.push(format!("{key}={value}: {e}")),
+                },
                 _ => s.other.push((key, value)),
             }
+        }
+        if hw_given {
+            s.hardware = Some(hw);
         }
         if let Some(key) = plans_key {
             match PlansMode::from_key(&key, plans_text) {
@@ -188,6 +248,9 @@ impl UrlState {
             }
             None => {}
         }
+        if let Some(k) = self.graph {
+            q.append_pair("graph", &k.to_string());
+        }
         let st = &self.settings;
         for (k, v) in [
             ("cap", st.cap_bytes),
@@ -197,6 +260,9 @@ impl UrlState {
             if let Some(v) = v {
                 q.append_pair(k, &v.to_string());
             }
+        }
+        if st.tags != commlens::TagMode::Dump {
+            q.append_pair("tags", st.tags.as_str());
         }
         if st.plans != PlansMode::Dump {
             q.append_pair("plans", st.plans.key());
@@ -225,6 +291,24 @@ impl UrlState {
         }
         if let Some(l) = self.limit_mb {
             q.append_pair("limit_mb", &l.to_string());
+        }
+        if let Some(hw) = &self.hardware {
+            q.append_pair("gpu", hw.gpu.as_str());
+            if hw.gpus_per_node != HardwareSettings::default().gpus_per_node {
+                q.append_pair("gpn", &hw.gpus_per_node.to_string());
+            }
+            if !hw.nvlink {
+                q.append_pair("nvlink", "0");
+            }
+            if let Some(bw) = hw.intra_bw {
+                q.append_pair("intra", &bw.to_string());
+            }
+            if let Some(bw) = hw.inter_bw {
+                q.append_pair("inter", &bw.to_string());
+            }
+            if self.time_axis {
+                q.append_pair("x", "time");
+            }
         }
         for (k, v) in &self.other {
             q.append_pair(k, v);
@@ -261,11 +345,13 @@ mod tests {
             source: Some(SourceRef::Url(
                 "https://host/a b/dump.json.gz?x=1&y=2".into(),
             )),
+            graph: Some(3),
             settings: Settings {
                 cap_bytes: Some(4000),
                 max_input_distance: Some(0),
                 max_consumer_distance: None,
                 plans: PlansMode::Explicit("layers.0, layers.1\nnorm".into()),
+                tags: commlens::TagMode::Roles,
             },
             selection: Some(SelectionRef::Bucket("b344ac8e8d51:bucket_7".into())),
             viewport: Some(Viewport {
@@ -276,10 +362,22 @@ mod tests {
             search: "wq.weight & more".into(),
             embed: true,
             limit_mb: Some(2048),
+            hardware: Some(HardwareSettings {
+                gpu: commlens::cost::GpuGeneration::Hopper,
+                gpus_per_node: 4,
+                nvlink: false,
+                intra_bw: Some(150.5),
+                inter_bw: Some(25.0),
+            }),
+            time_axis: true,
             other: vec![("base".into(), "other.json".into())],
         };
         round_trip(&s);
         round_trip(&UrlState::default());
+        round_trip(&UrlState {
+            hardware: Some(HardwareSettings::default()),
+            ..Default::default()
+        });
         round_trip(&UrlState {
             source: Some(SourceRef::Example("llama".into())),
             selection: Some(SelectionRef::Node(42)),
@@ -323,7 +421,7 @@ mod tests {
     #[test]
     fn bad_values_are_explained_not_applied() {
         let (s, problems) = UrlState::parse(
-            "cap=0&mid=-5&mcd=1e3&sel=x&filter=nope&plans=weird&x0=5&x1=5&limit_mb=abc",
+            "cap=0&mid=-5&mcd=1e3&sel=x&filter=nope&plans=weird&x0=5&x1=5&limit_mb=abc&graph=-1&tags=all&gpu=tpu&gpn=0&intra=-3",
         );
         assert_eq!(s.settings.cap_bytes, None);
         assert_eq!(s.settings.max_input_distance, None);
@@ -337,6 +435,7 @@ mod tests {
         assert_eq!(s.settings.plans, PlansMode::Dump);
         assert_eq!(s.viewport, None);
         assert_eq!(s.limit_mb, None);
+        assert_eq!(s.graph, None);
         let text = problems.join("\n");
         for needle in [
             "cap=0",
@@ -346,6 +445,11 @@ mod tests {
             "plans=weird",
             "x0=5",
             "limit_mb=abc",
+            "graph=-1",
+            "tags=all",
+            "gpu=tpu",
+            "gpn=0",
+            "intra=-3",
         ] {
             assert!(text.contains(needle), "{needle} not explained in:\n{text}");
         }

@@ -14,7 +14,7 @@ use crate::model::Shared;
 use crate::url_state::Filter;
 use commlens::planner::Action;
 use commlens::timeline::{
-    build_scene_with, render_svg, SceneOptions, TimelineInput, TimelineScene, Viewport,
+    build_scene_with, render_svg, ExposedIn, SceneOptions, TimelineInput, TimelineScene, Viewport,
 };
 use gloo_events::{EventListener, EventListenerOptions};
 use std::cell::RefCell;
@@ -35,6 +35,15 @@ pub enum Pick {
 #[derive(Properties, PartialEq)]
 pub struct ChartProps {
     pub timeline: Shared<TimelineInput>,
+    /// Where compute waits for communication (the time estimates), marked on a lane.
+    #[prop_or_default]
+    pub exposed: Option<Rc<[ExposedIn]>>,
+    /// Per bucket, its estimated time and algorithm, for its tooltip.
+    #[prop_or_default]
+    pub bucket_times: Option<Rc<[(f64, Option<&'static str>)]>>,
+    /// A time axis: the estimated time at each graph position (see `SceneOptions::time`).
+    #[prop_or_default]
+    pub time: Option<Rc<[f64]>>,
     /// `None`: the whole graph.
     pub viewport: Option<Viewport>,
     /// A bucket always drawn as a bar (the selection).
@@ -102,7 +111,7 @@ fn next_id() -> u32 {
     })
 }
 
-const MARKS: &str = "[data-bucket],[data-split],[data-skip],[data-skip-group],[data-split-group],[data-bucket-group],[data-overflow]";
+const MARKS: &str = "[data-bucket],[data-split],[data-skip],[data-skip-group],[data-split-group],[data-bucket-group],[data-overflow],[data-comm],[data-comm-group],[data-exposed]";
 
 #[function_component(Chart)]
 pub fn chart(props: &ChartProps) -> Html {
@@ -114,8 +123,16 @@ pub fn chart(props: &ChartProps) -> Html {
 
     // Laid out once the chart's width is known (its first render has no box yet).
     let scene = use_memo(
-        (props.timeline.clone(), props.viewport, *width, props.focus),
-        |(timeline, viewport, width, focus)| {
+        (
+            props.timeline.clone(),
+            props.exposed.clone(),
+            props.bucket_times.clone(),
+            props.time.clone(),
+            props.viewport,
+            *width,
+            props.focus,
+        ),
+        |(timeline, exposed, bucket_times, time, viewport, width, focus)| {
             if *width == 0 {
                 return None;
             }
@@ -126,6 +143,9 @@ pub fn chart(props: &ChartProps) -> Html {
                     viewport: vp,
                     width: (*width).max(commlens::timeline::scene::MIN_WIDTH),
                     focus: *focus,
+                    exposed: exposed.clone().unwrap_or_else(|| Rc::from(Vec::new())),
+                    bucket_times: bucket_times.clone().unwrap_or_else(|| Rc::from(Vec::new())),
+                    time: time.clone(),
                 },
             );
             let svg = AttrValue::from(render_svg(&scene));
@@ -338,8 +358,8 @@ fn position_at(live: &Live, client_x: f64) -> Option<f64> {
     let (r, scale) = svg_box(live)?;
     let f = scene.frame;
     let px = (client_x - r.left()) * scale;
-    let vp = scene.viewport;
-    Some(vp.x0 + (px - f.plot_x0) / (f.plot_x1 - f.plot_x0) * (vp.x1 - vp.x0))
+    let _ = f;
+    Some(scene.position_at(px))
 }
 
 /// Graph positions per client pixel at the current zoom.
@@ -554,7 +574,7 @@ fn activate(live: &Rc<RefCell<Live>>, target: &Element, client_x: f64, keyboard:
         let to = el.get_attribute("data-to")?.parse::<f64>().ok()?;
         Some((from, to))
     };
-    if hit.has_attribute("data-bucket-group") {
+    if hit.has_attribute("data-bucket-group") || hit.has_attribute("data-comm-group") {
         if let Some((from, to)) = range(&hit) {
             on_view.emit((Some(Viewport { x0: from, x1: to }.clamped(n)), true));
         }

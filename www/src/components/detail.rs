@@ -2,7 +2,7 @@
 //! what caused them) or a node (op, arguments, inputs, users, metadata, and in plain words why
 //! the planner skipped, split or bucketed it). `compact` (the embed) shows the why only.
 
-use crate::model::{Loaded, Planned, Shared};
+use crate::model::{CostView, Loaded, Planned, Shared};
 use crate::state::Selection;
 use commlens::planner::{Action, Reason};
 use commlens::timeline::scene::{bucket_title, human_bytes};
@@ -20,6 +20,10 @@ pub struct DetailProps {
     #[prop_or_default]
     pub open_url: Option<AttrValue>,
     pub on_select: Callback<Selection>,
+    /// The time estimates, when shown: a bucket's estimated time and the compute that waits
+    /// for it.
+    #[prop_or_default]
+    pub cost: Option<Shared<CostView>>,
 }
 
 /// A decision in plain words.
@@ -117,6 +121,14 @@ pub fn detail(props: &DetailProps) -> Html {
                 <h2>{ format!("Bucket {}", b.short_id()) }</h2>
                 <p>{ super::role_badge(role.as_deref(), b.members.first().and_then(|m| m.source)) }
                    { format!(" {} · {} member(s) · {}", b.lane.label(), b.members.len(), human_bytes(b.size_bytes)) }</p>
+                if let Some((us, algo)) = props.cost.as_ref().and_then(|c| c.buckets.get(bi).copied()) {
+                    <p class="estimate" id="bucket-estimate">{ format!(
+                        "Estimated {} ({}); compute waits {} for it in the planned step (model estimates).",
+                        commlens::cost::report::us(us),
+                        algo.unwrap_or("the model cannot time it"),
+                        commlens::cost::report::us(props.cost.as_ref().map_or(0.0, |c| c.exposed.iter().filter(|e| e.waits_for == b.short_id()).map(|e| e.us).sum())),
+                    ) }</p>
+                }
                 <ul class="plain why">
                     if let Some(r) = singleton { <li>{ explain(Action::Singleton, r) }</li> }
                     { for splits_before.iter().map(|d| split_words(d)) }
@@ -163,6 +175,14 @@ pub fn detail(props: &DetailProps) -> Html {
             if let Some(r) = row {
                 <p>{ super::role_badge(r.role.as_deref(), r.source) }
                    { format!(" {} · group {} · {}", r.lane.label(), crate::model::group_label(r.group.as_deref()), r.bytes.map(human_bytes).unwrap_or_else(|| "bytes unknown".into())) }</p>
+                <dl class="comm" id="comm-facts">
+                    <dt>{"transport"}</dt><dd>{ r.lane.transport_label() }</dd>
+                    <dt>{"api"}</dt><dd>{ r.api.as_str() }{ format!(" ({})", r.op) }</dd>
+                    <dt>{"group"}</dt><dd>{ crate::model::group_label(r.group.as_deref()).to_string() }</dd>
+                    <dt>{"completes at"}</dt><dd>{ match r.completion { Some(c) => node_button(c as usize), None => html! { {"(no completion node in the graph)"} } } }</dd>
+                    <dt>{"phase"}</dt><dd>{ r.lane.phase().as_str() }</dd>
+                    <dt>{"role"}</dt><dd>{ r.role_label().to_string() }{ r.source.map(|s| format!(" ({})", s.as_str())).unwrap_or_default() }</dd>
+                </dl>
             }
             <h3>{"Why"}</h3>
             <ul class="plain why">
@@ -172,7 +192,7 @@ pub fn detail(props: &DetailProps) -> Html {
                         { format!(" with {} member(s): it shares the bucket's group, kind, dtype, device, phase and scope, and fits its window (#{} → #{}).",
                             timeline.buckets[b].members.len(), timeline.buckets[b].latest_input, timeline.buckets[b].earliest_consumer) }</li>
                 } else if decisions.is_empty() {
-                    <li>{ if row.is_some() { "The planner does not consider this collective (not tagged by the FSDP pass)." } else { "Not a collective." } }</li>
+                    <li>{ if row.is_some() { "The planner does not consider this collective (not tagged by the FSDP pass): the timeline shows it on the “not planned” lane, from launch to completion." } else { "Not a collective." } }</li>
                 }
                 { for caused.iter().map(|d| html! {
                     <li>{"It stopped a bucket: "}{ node_button(d.node as usize) }{ format!(" could not join the bucket before it ({}).", d.reason.as_str()) }</li>

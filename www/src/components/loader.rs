@@ -11,6 +11,11 @@ use yew::prelude::*;
 pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("mlp", "examples/mlp_fsdp.json", "2-layer MLP, FSDP"),
     ("llama", "examples/llama_fsdp.json.gz", "Llama, FSDP (gzip)"),
+    (
+        "trace",
+        "examples/simple_fsdp_trace.log.gz",
+        "TORCH_TRACE log, SimpleFSDP",
+    ),
 ];
 
 /// What the loader asks the app to open.
@@ -34,7 +39,7 @@ pub fn example_path(key: &str) -> Result<&'static str, String> {
                     .iter()
                     .map(|(k, _, t)| format!("“{k}” ({t})"))
                     .collect::<Vec<_>>()
-                    .join(" and "),
+                    .join(", "),
                 EXAMPLES[0].0
             )
         })
@@ -89,7 +94,7 @@ pub fn loader(props: &LoaderProps) -> Html {
         <div class="loader">
             <button class="open-file" onclick={pick}>{"Open file…"}</button>
             <input ref={picker} id="file" class="visually-hidden file" type="file" tabindex="-1" aria-hidden="true"
-                accept=".json,.gz,application/json,application/gzip" {onchange} />
+                accept=".json,.gz,.log,.txt,application/json,application/gzip,text/plain" {onchange} />
             { for EXAMPLES.iter().map(|(key, _, title)| {
                 let cb = props.on_open.clone();
                 let key = key.to_string();
@@ -98,7 +103,7 @@ pub fn loader(props: &LoaderProps) -> Html {
             }) }
             <form class="urlform" {onsubmit}>
                 <input name="src" type="text" inputmode="url" aria-label="Dump URL (absolute, or relative to this page)"
-                    placeholder="https://…/dump.json.gz or dumps/step0.json" value={(*url).clone()} {oninput} />
+                    placeholder="https://…/dump.json.gz, dumps/step0.json or a TORCH_TRACE log" value={(*url).clone()} {oninput} />
                 <button type="submit">{"Open URL"}</button>
             </form>
         </div>
@@ -131,11 +136,12 @@ pub fn welcome(props: &WelcomeProps) -> Html {
     };
     html! {
         <div class="welcome">
-            <p class="lead">{"Drop a graph dump (.json or .json.gz) anywhere on this page, open a file, a URL, or one of the examples."}</p>
+            <p class="lead">{"Drop a graph dump (.json or .json.gz) or a TORCH_TRACE log (plain or gzip) anywhere on this page, open a file, a URL, or one of the examples."}</p>
             <h2>{"Making a dump"}</h2>
             <p>{"The exporter writes a dump from a live torch.fx GraphModule (it needs only torch):"}</p>
             <pre class="snippet"><code>{"pip install ./python      # from the commlens repository\n\nimport commlens_dump\ncommlens_dump.dump(gm, \"step0.json.gz\", group_ranks={\"fsdp\": [0, 1, 2, 3]}, model=model)"}</code></pre>
-            <p>{"or, for every graph Inductor compiles: "}<code>{"commlens_dump.install(\"dumps/\")"}</code>{". "}
+            <p>{"Or open the structured trace logs torch.compile already writes: "}<code>{"TORCH_TRACE=/tmp/trace python train.py"}</code>{" leaves one log per rank in /tmp/trace; each post-grad graph in it can be picked."}</p>
+            <p>{"For every graph Inductor compiles, the exporter: "}<code>{"commlens_dump.install(\"dumps/\")"}</code>{". "}
                <a href="docs/exporter.md">{"The exporter's guide"}</a>{" · "}<a href="docs/app.md">{"this app's guide"}</a></p>
             <h2>{"Reviewing a change"}</h2>
             <p id="review-links"><a href="?view=compare">{"Compare two plans"}</a>{" (two dumps or reports, or one dump under two settings) · "}

@@ -3,12 +3,15 @@
 
 pub mod chart;
 pub mod controls;
+pub mod cost;
 pub mod detail;
 pub mod embed;
+pub mod graphs;
 pub mod loader;
 pub mod overview;
 pub mod status;
 pub mod table;
+pub mod tags;
 
 use commlens::identity::Source;
 use commlens::timeline::collectives::source_label;
