@@ -16,10 +16,10 @@ use crate::browser;
 use crate::components::loader::example_path;
 use crate::components::status::Status;
 use crate::limits;
-use crate::model::{self, Loaded, Settings, Shared};
+use crate::model::{Loaded, Settings, Shared};
 use crate::url_state::{SourceRef, UrlState};
 use commlens::graph::Graph;
-use commlens::timeline::{Collectives, Viewport};
+use commlens::timeline::Viewport;
 use std::rc::Rc;
 use yew::prelude::*;
 
@@ -230,18 +230,13 @@ pub fn load_graph(
 ) -> Result<Loaded, String> {
     let planner = commlens::input::read_prepared::<Rc<Graph>>(bytes, choice(bytes, graph))
         .map_err(|e| input_error(label, e))?;
-    let graph = planner.graph_holder().clone();
-    let collectives = Collectives::classify(&graph);
-    let base = model::base_overview(&collectives);
-    Ok(Loaded {
-        label: label.to_string(),
+    Ok(Loaded::new(
+        label.to_string(),
         source,
-        graph,
-        planner: Rc::new(planner),
-        collectives: Shared::new(collectives),
-        base: Rc::new(base),
-        bytes: bytes.len(),
-    })
+        None,
+        planner,
+        bytes.len(),
+    ))
 }
 
 /// The bytes at a link's source, with a label for messages.
