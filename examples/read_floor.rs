@@ -1,0 +1,46 @@
+//! The floor a dump's reading is measured against, as a whole process: read the file, gunzip
+//! it (when gzipped) streamed into a validating serde_json pass that keeps nothing
+//! (`IgnoredAny`). Prints the JSON's size.
+//!
+//! `cargo run --release --example read_floor -- DUMP`
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args().nth(1).ok_or("usage: read_floor DUMP")?;
+    let bytes = std::fs::read(&path)?;
+    let json_len = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut counter = Counting {
+            inner: flate2::read::MultiGzDecoder::new(&bytes[..]),
+            count: 0,
+        };
+        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut counter));
+        IgnoredAny::deserialize(&mut de)?;
+        de.end()?;
+        counter.count
+    } else {
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        IgnoredAny::deserialize(&mut de)?;
+        de.end()?;
+        bytes.len()
+    };
+    println!("{json_len}");
+    Ok(())
+}
+
+struct Counting<R> {
+    inner: R,
+    count: usize,
+}
+
+impl<R: std::io::Read> std::io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n;
+        Ok(n)
+    }
+}
