@@ -1147,26 +1147,30 @@ impl<'de> Want<'de> for NodesWant<'_> {
             let lookup = |name: &str| parsed.index.find(&parsed.nodes, name);
             match check_node(i, raw, &lookup) {
                 Ok((node, meta_refs)) => {
-                    if let Some(first) = parsed.index.find(&parsed.nodes, &node.name) {
-                        parsed.error = Some(DumpError::Node {
-                            index: i,
-                            name: Some(node.name),
-                            field: "name".into(),
-                            message: format!(
-                                "the name is already used by node {first}; node names are \
-                                 unique in a dump"
-                            ),
-                        });
-                    } else {
-                        // No earlier node failed, so `i` is the node's position.
-                        // Hashed now, while the node is in cache (references in its
-                        // metadata print as names, resolved or not).
-                        parsed.signature.add(&node);
-                        self.0.node(i, &node);
-                        parsed.nodes.push(node);
-                        parsed.index.insert(&parsed.nodes, i);
-                        if meta_refs > 0 {
-                            parsed.with_meta_refs.push(i);
+                    // No earlier node failed, so `i` is the node's position.
+                    parsed.nodes.push(node);
+                    match parsed.index.insert_new(&parsed.nodes, i) {
+                        Err(first) => {
+                            let node = parsed.nodes.pop().expect("just pushed");
+                            parsed.error = Some(DumpError::Node {
+                                index: i,
+                                name: Some(node.name),
+                                field: "name".into(),
+                                message: format!(
+                                    "the name is already used by node {first}; node names \
+                                     are unique in a dump"
+                                ),
+                            });
+                        }
+                        Ok(()) => {
+                            // Hashed now, while the node is in cache (references in its
+                            // metadata print as names, resolved or not).
+                            let node = &parsed.nodes[i];
+                            parsed.signature.add(node);
+                            self.0.node(i, node);
+                            if meta_refs > 0 {
+                                parsed.with_meta_refs.push(i);
+                            }
                         }
                     }
                 }
