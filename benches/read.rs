@@ -46,8 +46,8 @@ const COMMANDS: [(&str, &[&str]); 3] = [
 #[allow(dead_code)]
 enum Made {
     Nothing,
-    Dump(commlens::Dump),
-    Prepared(Planner<Graph>),
+    Dump(Box<commlens::Dump>),
+    Prepared(Box<Planner<Graph>>),
 }
 
 /// Runs `step` once on the gzipped dump `gz`.
@@ -60,8 +60,10 @@ fn run_step(step: &str, gz: &[u8]) -> Made {
             de.end().expect("json");
             Made::Nothing
         }
-        "read" => Made::Dump(read_dump(gz).expect("dump")),
-        "prepared" => Made::Prepared(commlens::planner::read_prepared(gz).expect("dump")),
+        "read" => Made::Dump(Box::new(read_dump(gz).expect("dump"))),
+        "prepared" => Made::Prepared(Box::new(
+            commlens::planner::read_prepared(gz).expect("dump"),
+        )),
         other => panic!("unknown step {other}"),
     }
 }

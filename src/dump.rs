@@ -328,7 +328,7 @@ pub fn read_document(document: J) -> Result<Dump, DumpError> {
 /// The `nodes` of a document: as JSON, already read by [`read_dump`], or not an array.
 enum NodesInput {
     Json(Vec<J>),
-    Parsed(ParsedNodes),
+    Parsed(Box<ParsedNodes>),
     Wrong(&'static str),
 }
 
@@ -1252,7 +1252,7 @@ impl<'de> Want<'de> for DocumentWant<'_> {
                 "nodes" => {
                     document.nodes = Some(
                         match map.next_value_seed(Tolerant(NodesWant(&mut *self.0)))? {
-                            Slot::Got(parsed) => NodesInput::Parsed(parsed),
+                            Slot::Got(parsed) => NodesInput::Parsed(Box::new(parsed)),
                             Slot::Wrong(kind) => NodesInput::Wrong(kind.describe()),
                             Slot::Missing => NodesInput::Wrong(Kind::Null.describe()),
                         },
