@@ -133,7 +133,8 @@ impl PyValue {
             J::Object(map) => PyValue::Dict(
                 map.iter()
                     .map(|(k, v)| (Key::from(k), PyValue::from_plain_json(v)))
-                    .collect::<indexmap::IndexMap<_, _>>().into(),
+                    .collect::<indexmap::IndexMap<_, _>>()
+                    .into(),
             ),
         }
     }

@@ -926,7 +926,7 @@ mod tests {
         d.insert(Key::from("shape"), PyValue::List(shape));
         d.insert(Key::from("dtype"), PyValue::Dtype(dtype.into()));
         d.insert(Key::from("device"), PyValue::Str(device.into()));
-        Annotation::Tensor(PyValue::Tensor(Box::new(PyValue::Dict(d))))
+        Annotation::Tensor(PyValue::Tensor(Box::new(PyValue::Dict(Box::new(d)))))
     }
 
     #[test]
