@@ -270,12 +270,30 @@ fn not_an_object(kind: &str) -> DumpError {
 pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, DumpError> {
     use std::io::Read;
     let mut out = Vec::new();
+    // Sized once: grown by doubling, the buffer of a 449 MB dump peaked at 1 GB and its copies
+    // and fresh pages cost more than the decompression (docs/performance.md). A reservation
+    // that cannot be had is left to the growth.
+    let _ = out.try_reserve_exact(gzip_size_hint(bytes));
     flate2::read::MultiGzDecoder::new(bytes)
         .read_to_end(&mut out)
         .map_err(|e| DumpError::Gzip {
             message: e.to_string(),
         })?;
     Ok(out)
+}
+
+/// What gzip data says it decompresses to: the last member's ISIZE (its length mod 2^32),
+/// bounded by deflate's best ratio (about 1032:1) so that a forged trailer cannot ask for more
+/// than the data could hold. A hint only: several members, or more than 4 GiB, decompress to
+/// more.
+pub fn gzip_size_hint(bytes: &[u8]) -> usize {
+    const DEFLATE_MAX_RATIO: usize = 1032;
+    // A gzip member is at least 18 bytes (10 of header, 8 of trailer).
+    let Some(trailer) = bytes.len().checked_sub(4).filter(|_| bytes.len() >= 18) else {
+        return 0;
+    };
+    let isize = u32::from_le_bytes(bytes[trailer..].try_into().expect("4 bytes")) as usize;
+    isize.min(bytes.len().saturating_mul(DEFLATE_MAX_RATIO))
 }
 
 /// serde_json's message without its trailing " at line L column C" (we say it ourselves).
@@ -310,7 +328,7 @@ pub fn read_document(document: J) -> Result<Dump, DumpError> {
 /// The `nodes` of a document: as JSON, already read by [`read_dump`], or not an array.
 enum NodesInput {
     Json(Vec<J>),
-    Parsed(ParsedNodes),
+    Parsed(Box<ParsedNodes>),
     Wrong(&'static str),
 }
 
@@ -1147,26 +1165,30 @@ impl<'de> Want<'de> for NodesWant<'_> {
             let lookup = |name: &str| parsed.index.find(&parsed.nodes, name);
             match check_node(i, raw, &lookup) {
                 Ok((node, meta_refs)) => {
-                    if let Some(first) = parsed.index.find(&parsed.nodes, &node.name) {
-                        parsed.error = Some(DumpError::Node {
-                            index: i,
-                            name: Some(node.name),
-                            field: "name".into(),
-                            message: format!(
-                                "the name is already used by node {first}; node names are \
-                                 unique in a dump"
-                            ),
-                        });
-                    } else {
-                        // No earlier node failed, so `i` is the node's position.
-                        // Hashed now, while the node is in cache (references in its
-                        // metadata print as names, resolved or not).
-                        parsed.signature.add(&node);
-                        self.0.node(i, &node);
-                        parsed.nodes.push(node);
-                        parsed.index.insert(&parsed.nodes, i);
-                        if meta_refs > 0 {
-                            parsed.with_meta_refs.push(i);
+                    // No earlier node failed, so `i` is the node's position.
+                    parsed.nodes.push(node);
+                    match parsed.index.insert_new(&parsed.nodes, i) {
+                        Err(first) => {
+                            let node = parsed.nodes.pop().expect("just pushed");
+                            parsed.error = Some(DumpError::Node {
+                                index: i,
+                                name: Some(node.name),
+                                field: "name".into(),
+                                message: format!(
+                                    "the name is already used by node {first}; node names \
+                                     are unique in a dump"
+                                ),
+                            });
+                        }
+                        Ok(()) => {
+                            // Hashed now, while the node is in cache (references in its
+                            // metadata print as names, resolved or not).
+                            let node = &parsed.nodes[i];
+                            parsed.signature.add(node);
+                            self.0.node(i, node);
+                            if meta_refs > 0 {
+                                parsed.with_meta_refs.push(i);
+                            }
                         }
                     }
                 }
@@ -1230,7 +1252,7 @@ impl<'de> Want<'de> for DocumentWant<'_> {
                 "nodes" => {
                     document.nodes = Some(
                         match map.next_value_seed(Tolerant(NodesWant(&mut *self.0)))? {
-                            Slot::Got(parsed) => NodesInput::Parsed(parsed),
+                            Slot::Got(parsed) => NodesInput::Parsed(Box::new(parsed)),
                             Slot::Wrong(kind) => NodesInput::Wrong(kind.describe()),
                             Slot::Missing => NodesInput::Wrong(Kind::Null.describe()),
                         },
@@ -1647,6 +1669,26 @@ mod tests {
             fields.swap(0, 2);
         }
         format!("{{{}}}", fields.join(", "))
+    }
+
+    #[test]
+    fn gzip_size_hint_is_the_trailer_bounded_by_the_data() {
+        use std::io::Write;
+        let json = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(500));
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(json.as_bytes()).expect("gzip");
+        let gz = encoder.finish().expect("gzip");
+        assert_eq!(gzip_size_hint(&gz), json.len());
+        assert_eq!(gunzip(&gz).expect("gunzip"), json.as_bytes());
+        // A forged trailer asks for at most what deflate could hold; the data then fails
+        // its length check as before.
+        let mut forged = gz.clone();
+        let n = forged.len();
+        forged[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(gzip_size_hint(&forged), (u32::MAX as usize).min(n * 1032));
+        assert!(matches!(gunzip(&forged), Err(DumpError::Gzip { .. })));
+        assert_eq!(gzip_size_hint(&gz[..17]), 0);
+        assert_eq!(gzip_size_hint(&[]), 0);
     }
 
     #[test]

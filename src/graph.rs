@@ -545,6 +545,25 @@ impl NameTable {
         self.slots[at] = (id, hash);
     }
 
+    /// Adds `nodes[id]` under its name unless the name is taken; then the node that holds
+    /// it. One hash and one probe: the reader checks every name for uniqueness as it adds it.
+    pub(crate) fn insert_new(&mut self, nodes: &[Node], id: NodeId) -> Result<(), NodeId> {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let name = nodes[id].name.as_str();
+        let hash = name_hash(name);
+        let at = self.slot(nodes, name, hash);
+        match self.slots[at].0 {
+            Self::EMPTY => {
+                self.len += 1;
+                self.slots[at] = (id, hash);
+                Ok(())
+            }
+            first => Err(first),
+        }
+    }
+
     /// Doubles the table; the stored hashes place the entries without reading the names.
     fn grow(&mut self) {
         let size = self.slots.len() * 2;

@@ -23,7 +23,7 @@ pub enum PyValue {
     Str(String),
     /// A tuple, list or `torch.Size`: JSON does not tell them apart.
     List(Vec<PyValue>),
-    Dict(Dict),
+    Dict(Box<Dict>),
     /// An `fx.Node`, by name. `index` is its graph position when the name resolves.
     Node(NodeRef),
     /// A `torch.dtype`, as `str(dtype)` (`"torch.float32"`).
@@ -133,7 +133,8 @@ impl PyValue {
             J::Object(map) => PyValue::Dict(
                 map.iter()
                     .map(|(k, v)| (Key::from(k), PyValue::from_plain_json(v)))
-                    .collect(),
+                    .collect::<indexmap::IndexMap<_, _>>()
+                    .into(),
             ),
         }
     }
@@ -441,7 +442,7 @@ pub(crate) fn decode_at(
                 return decode_single(key, inner, context, path);
             }
             if context == Context::Args && map.is_empty() {
-                return Ok(PyValue::Dict(IndexMap::new()));
+                return Ok(PyValue::Dict(Box::new(IndexMap::new())));
             }
             let mut out = IndexMap::with_capacity(map.len());
             for (key, inner) in map {
@@ -451,7 +452,7 @@ pub(crate) fn decode_at(
                 path.truncate(len);
                 out.insert(key.into(), decoded);
             }
-            PyValue::Dict(out)
+            PyValue::Dict(Box::new(out))
         }
     })
 }
@@ -510,7 +511,7 @@ fn decode_single(
             path.truncate(len);
             let mut map = IndexMap::with_capacity(1);
             map.insert(key.into(), decoded);
-            Ok(PyValue::Dict(map))
+            Ok(PyValue::Dict(Box::new(map)))
         }
     }
 }
@@ -873,7 +874,7 @@ impl DecodeSeed<'_> {
                 let value = decoded.value.map_err(|e| prefixed(segment, e))?;
                 let mut map = IndexMap::with_capacity(1);
                 map.insert(Key::from(&*key), value);
-                Ok(PyValue::Dict(map))
+                Ok(PyValue::Dict(Box::new(map)))
             }
         }
     }
@@ -948,7 +949,7 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
             })
         };
         let Some(first) = map.next_key_seed(KeySeed)? else {
-            return done(Ok(PyValue::Dict(IndexMap::new())));
+            return done(Ok(PyValue::Dict(Box::new(IndexMap::new()))));
         };
         let entry = map.next_value_seed(EntrySeed {
             key: &first,
@@ -984,7 +985,7 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
                 let entry = Entry::Decoded(Decoded::ok(value, last_kind));
                 return done(self.single(Cow::Borrowed(key.as_str()), entry));
             }
-            return done(Ok(PyValue::Dict(out)));
+            return done(Ok(PyValue::Dict(Box::new(out))));
         }
         let mut entries: IndexMap<String, Entry> = IndexMap::with_capacity(4);
         entries.insert(first.into_owned(), entry);
@@ -1020,7 +1021,7 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
             };
             out.insert(Key::from(key), value);
         }
-        done(Ok(PyValue::Dict(out)))
+        done(Ok(PyValue::Dict(Box::new(out))))
     }
 }
 

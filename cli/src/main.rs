@@ -15,6 +15,11 @@ mod validate;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+// The allocator the benches measure with: the system allocator's bookkeeping took about a
+// quarter of a large dump's read (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// See why every collective in a distributed-training graph exists, and how the FSDP bucket
 /// planner groups them.
 #[derive(Parser)]
@@ -100,6 +105,14 @@ pub fn print_notes(path: &str, notes: &[String]) {
     for note in notes {
         eprintln!("note: {path}: {note}");
     }
+}
+
+/// Leaves `value` to the operating system: a command calls it on its graph, plan and
+/// outputs once they are written, right before the process ends. Freeing a large graph's
+/// millions of allocations one by one costs a noticeable part of the whole run and frees
+/// nothing anyone would use.
+pub fn keep_until_exit<T>(value: T) {
+    std::mem::forget(value);
 }
 
 /// Reads a file, naming it in the error.

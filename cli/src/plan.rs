@@ -1,7 +1,7 @@
 //! `commlens plan DUMP [--graph K] [--args ARGS.json] [--tags dump|roles] [--format json|text]
 //! [-o OUT]`: print the plan report (the reference's JSON, or the same plan in plain words).
 
-use crate::{print_notes, read_file, write_output, CliError, GraphChoice};
+use crate::{keep_until_exit, print_notes, read_file, write_output, CliError, GraphChoice};
 use commlens::TagMode;
 use std::process::ExitCode;
 
@@ -61,5 +61,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Format::Text => planned.to_text(),
     };
     write_output(args.out.as_deref(), &report)?;
+    keep_until_exit((dump_bytes, planned, report));
     Ok(ExitCode::SUCCESS)
 }

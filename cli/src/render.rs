@@ -2,7 +2,7 @@
 //! [--trace TRACE.json]`: the bucket timeline the web app draws, as a standalone SVG (and
 //! optionally the Chrome-trace JSON), for review docs and CI.
 
-use crate::{print_notes, read_file, write_output, CliError, GraphChoice};
+use crate::{keep_until_exit, print_notes, read_file, write_output, CliError, GraphChoice};
 use commlens::timeline::{self, build_scene, render_svg_with, Viewport};
 use std::process::ExitCode;
 
@@ -112,5 +112,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             &timeline::chrome_trace_with(&input, Some(&recorded)),
         )?;
     }
+    keep_until_exit((bytes, graph, plan, collectives, input, scene, svg));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `commlens roles DUMP [--graph K] [--json]`: the semantic identity of every collective, where it came
 //! from, the diagnostics and the coverage (`semantic-identity.md`).
 
-use crate::{print_notes, read_file, write_output, CliError, GraphChoice};
+use crate::{keep_until_exit, print_notes, read_file, write_output, CliError, GraphChoice};
 use commlens::identity::json::RolesReport;
 use std::process::ExitCode;
 
@@ -29,5 +29,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         report.to_text()
     };
     write_output(None, &text)?;
+    keep_until_exit((bytes, report, text));
     Ok(ExitCode::SUCCESS)
 }

@@ -176,7 +176,8 @@ mod tests {
             items
                 .iter()
                 .map(|(k, v)| (crate::value::Key::from(*k), v.clone()))
-                .collect::<IndexMap<_, _>>(),
+                .collect::<IndexMap<_, _>>()
+                .into(),
         )
     }
 

@@ -32,7 +32,7 @@ pub struct PlannerArgs {
 impl Default for PlannerArgs {
     fn default() -> Self {
         PlannerArgs {
-            group_ranks: PyValue::Dict(IndexMap::new()),
+            group_ranks: PyValue::Dict(Box::new(IndexMap::new())),
             module_bucket_plans: PyValue::None,
             block_module_types: PyValue::None,
             policy: PyValue::None,
@@ -92,7 +92,7 @@ impl PlannerArgs {
         map.insert("policy".into(), self.policy.clone());
         map.insert("pp_degree".into(), self.pp_degree.clone());
         map.insert("dp_mode".into(), self.dp_mode.clone());
-        PyValue::Dict(map)
+        PyValue::Dict(Box::new(map))
     }
 }
 
@@ -191,7 +191,7 @@ impl BucketPolicy {
             "max_consumer_distance".into(),
             field(self.max_consumer_distance),
         );
-        PyValue::Dict(map)
+        PyValue::Dict(Box::new(map))
     }
 }
 
@@ -373,7 +373,7 @@ pub fn validate_group_ranks(
         return Err(ArgError::value(message));
     };
     let mut groups = IndexMap::with_capacity(map.len());
-    for (group, ranks) in map {
+    for (group, ranks) in map.iter() {
         // `tuple(ranks)`: a string iterates its characters, a dict its keys.
         let items: Vec<PyValue> = match ranks {
             PyValue::List(items) => items.clone(),

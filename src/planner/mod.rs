@@ -475,7 +475,7 @@ impl WireRecord {
     pub fn to_value(self, graph: &Graph) -> PyValue {
         let node = graph.node(self.node);
         let mut spec = match node.meta("fsdp_bucket_spec") {
-            Some(PyValue::Dict(map)) => map.clone(),
+            Some(PyValue::Dict(map)) => (**map).clone(),
             _ => IndexMap::new(),
         };
         if let Some(device) = spec.get_mut("device") {
@@ -493,7 +493,7 @@ impl WireRecord {
             meta("comm_type"),
             meta("param_name"),
             meta("state_idx"),
-            PyValue::Dict(spec),
+            PyValue::Dict(Box::new(spec)),
             reduce_op,
         ])
     }

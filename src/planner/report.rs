@@ -12,7 +12,8 @@ fn dict<const N: usize>(entries: [(&str, PyValue); N]) -> PyValue {
         entries
             .into_iter()
             .map(|(k, v)| (Key::from(k), v))
-            .collect(),
+            .collect::<indexmap::IndexMap<_, _>>()
+            .into(),
     )
 }
 
@@ -120,7 +121,7 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
             }
             map.insert(Key::from("action"), PyValue::Str(d.action.as_str().into()));
             map.insert(Key::from("reason"), PyValue::Str(d.reason.as_str().into()));
-            PyValue::Dict(map)
+            PyValue::Dict(Box::new(map))
         })
         .collect();
     let summary = &plan.summary;
@@ -135,11 +136,13 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
                         counts
                             .iter()
                             .map(|(r, n)| (Key::from(r.as_str()), PyValue::Int(*n as i128)))
-                            .collect(),
+                            .collect::<indexmap::IndexMap<_, _>>()
+                            .into(),
                     ),
                 )
             })
-            .collect(),
+            .collect::<indexmap::IndexMap<_, _>>()
+            .into(),
     );
     let count = |n: usize| PyValue::Int(n as i128);
     let summary_value = dict([
@@ -174,13 +177,15 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
         plan.group_ranks
             .iter()
             .map(|(g, ranks)| (Key::from(g), int_list(ranks)))
-            .collect(),
+            .collect::<indexmap::IndexMap<_, _>>()
+            .into(),
     );
     let group_digests = PyValue::Dict(
         plan.group_ranks
             .keys()
             .map(|g| (Key::from(g), PyValue::Str(group_digest(plan, graph, g))))
-            .collect(),
+            .collect::<indexmap::IndexMap<_, _>>()
+            .into(),
     );
     dict([
         (

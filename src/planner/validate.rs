@@ -189,7 +189,10 @@ impl RankReport {
                 .collect();
             kept.insert(Key::from("buckets"), PyValue::List(of_group));
         }
-        Ok(RankReport::from_value(&PyValue::Dict(kept), group))
+        Ok(RankReport::from_value(
+            &PyValue::Dict(Box::new(kept)),
+            group,
+        ))
     }
 
     /// What validation keeps of a report held as a Python value.
@@ -261,7 +264,8 @@ fn bucket_layout(bucket: &PyValue) -> BucketLayout {
                     .iter()
                     .filter(|(k, _)| !DERIVED_MEMBER_FIELDS.contains(&k.as_ref()))
                     .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
+                    .collect::<indexmap::IndexMap<_, _>>()
+                    .into(),
             ),
             other => other.clone(),
         })
