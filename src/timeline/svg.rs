@@ -36,6 +36,7 @@ pub fn xml_escape(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            c if !crate::text::is_xml_char(c) => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -192,7 +193,9 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         skip_mark(&mut out, size, i, s);
     }
     out.push_str("</g>\n</svg>\n");
-    out
+    // Names reach the SVG through plotters' text too: whatever XML forbids (U+FFFE, U+FFFF,
+    // control characters) becomes U+FFFD, so the document is always well-formed.
+    crate::text::into_xml_chars(out)
 }
 
 /// The attributes that make a mark focusable and named.
