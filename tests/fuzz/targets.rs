@@ -15,8 +15,11 @@ use commlens::TagMode;
 /// Separates the parts of a multi-input target's data.
 pub const SPLIT: &[u8] = b"\n\0--8<--\0\n";
 
+/// A target's body: any bytes in, a panic only on a bug.
+pub type Target = fn(&[u8]);
+
 /// Every target, by name: the name is the fuzz binary's and the fixture folder's.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("read", read),
     ("args", args),
     ("classify", classify),

@@ -104,13 +104,17 @@ fn open(dispatch: UseReducerDispatcher<State>, what: Open, limit_mb: Option<u64>
         )));
         browser::yield_now().await;
         let t0 = browser::now_ms();
+        // The CLI's limits: what gzip data may decompress to is the same input-size limit.
+        commlens::input::set_limits(limits::core(limit_mb));
         // The graph and the planner's per-graph checks are built while reading.
         let prepared = commlens::planner::read_prepared::<Rc<Graph>>(&bytes);
         let size = bytes.len();
         drop(bytes);
         let t1 = browser::now_ms();
         match prepared {
-            Err(e) => dispatch.dispatch(Action::LoadFailed(format!("{label}: {e}"))),
+            Err(e) => dispatch.dispatch(Action::LoadFailed(commlens::text::bounded_message(
+                &format!("{label}: {e}"),
+            ))),
             Ok(planner) => {
                 let graph = planner.graph_holder().clone();
                 let collectives = Collectives::classify(&graph);
