@@ -184,3 +184,35 @@ fn render_options_are_checked() {
         assert!(help.contains(option), "{option} missing from\n{help}");
     }
 }
+
+// Finding 3: running out of memory aborted (SIGABRT, exit 134). Under an address-space cap
+// smaller than a (valid) input needs, the command now exits 1 with a message.
+#[cfg(target_os = "linux")]
+#[test]
+fn out_of_memory_is_exit_1_with_a_message_not_an_abort() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("oom");
+    let dump = write(&dir, "dump.json", &serde_json::to_vec(&fixture()).unwrap());
+    let ranks: Vec<u64> = (0..3_000_000).collect();
+    let args = json!({"group_ranks": {"fsdp": [0, 1], "unused": ranks}});
+    let args = write(&dir, "args.json", &serde_json::to_vec(&args).unwrap());
+    let mut command = bin();
+    command.args(["plan", &dump, "--args", &args]);
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: 300 << 20,
+                rlim_max: 300 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().expect("run commlens");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("out of memory"), "{err}");
+}
