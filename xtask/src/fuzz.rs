@@ -100,7 +100,9 @@ pub fn ensure_tools(install: bool) -> Res<()> {
     util::run(util::cmd("cargo").args(["install", "cargo-fuzz"]))
 }
 
-/// Builds the targets once, then runs each for `seconds`. Fails on the first crash (after
+/// Builds the targets once (optimised, with debug assertions, without a sanitizer: the core
+/// is safe Rust, so AddressSanitizer would only halve the executions), then runs each for
+/// `seconds`. Fails on the first crash (after
 /// keeping its input).
 pub fn run(targets: &[&str], seconds: u64, max_len: usize) -> Res<Vec<Stats>> {
     let root = util::repo_root();
@@ -111,6 +113,8 @@ pub fn run(targets: &[&str], seconds: u64, max_len: usize) -> Res<Vec<Stats>> {
         "build",
         "-O",
         "--debug-assertions",
+        "-s",
+        "none",
     ]))?;
     let mut all = Vec::new();
     for target in targets {
@@ -127,6 +131,8 @@ pub fn run(targets: &[&str], seconds: u64, max_len: usize) -> Res<Vec<Stats>> {
             "run",
             "-O",
             "--debug-assertions",
+            "-s",
+            "none",
             target,
             corpus.to_str().expect("utf-8 path"),
             "--",
