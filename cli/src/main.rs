@@ -111,8 +111,21 @@ pub struct GraphChoice {
 /// Writes what the reader could not say (a trace log's missing group ranks, cut
 /// annotations; a dump's dangling metadata references) on stderr.
 pub fn print_notes(path: &str, notes: &[String]) {
-    for note in notes {
-        eprintln!("note: {path}: {note}");
+    // Notes quote the input (node names): bounded, control characters escaped, and at most
+    // `SHOWN` of them (a dump can hold a million dangling references).
+    const SHOWN: usize = 20;
+    for note in notes.iter().take(SHOWN) {
+        eprintln!(
+            "{}",
+            commlens::text::bounded_message(&format!("note: {path}: {note}"))
+        );
+    }
+    if notes.len() > SHOWN {
+        eprintln!(
+            "note: {}: and {} more notes like these",
+            commlens::text::bounded_message(path),
+            notes.len() - SHOWN
+        );
     }
 }
 

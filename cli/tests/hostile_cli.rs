@@ -216,3 +216,23 @@ fn out_of_memory_is_exit_1_with_a_message_not_an_abort() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("out of memory"), "{err}");
 }
+
+#[test]
+fn reader_notes_are_escaped_and_counted() {
+    let dir = scratch("notes");
+    let mut dump = fixture();
+    for i in 0..30 {
+        dump["nodes"][4]["meta"][format!("ref{i}")] = json!({"node": format!("gone\u{1b}{i}")});
+    }
+    let path = write(&dir, "notes.json", &serde_json::to_vec(&dump).unwrap());
+    let out = run(&["roles", &path]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = text(&out.stderr);
+    assert!(!err.contains('\u{1b}'), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("refers to node")).count(),
+        20,
+        "{err}"
+    );
+    assert!(err.contains("and 10 more notes"), "{err}");
+}
