@@ -168,6 +168,9 @@ pub enum DumpError {
 
 impl fmt::Display for DumpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Names, ops and targets come from the input: a 1 MB name is shown clipped, so the
+        // message stays short whatever the input holds.
+        let clip = |text: &str| crate::text::bounded_message(text);
         match self {
             DumpError::Gzip { message } => {
                 write!(
@@ -181,10 +184,16 @@ impl fmt::Display for DumpError {
                 message,
             } => write!(
                 f,
-                "invalid dump: not valid JSON at line {line}, column {column}: {message}"
+                "invalid dump: not valid JSON at line {line}, column {column}: {}",
+                clip(message)
             ),
             DumpError::Document { field, message } => {
-                write!(f, "invalid dump: field \"{field}\": {message}")
+                write!(
+                    f,
+                    "invalid dump: field \"{}\": {}",
+                    clip(field),
+                    clip(message)
+                )
             }
             DumpError::Node {
                 index,
@@ -194,11 +203,16 @@ impl fmt::Display for DumpError {
             } => match name {
                 Some(name) => write!(
                     f,
-                    "invalid dump: node {index} ({name:?}), field \"{field}\": {message}"
+                    "invalid dump: node {index} ({:?}), field \"{}\": {}",
+                    crate::text::clip(name, crate::text::MESSAGE_PART_LIMIT),
+                    clip(field),
+                    clip(message)
                 ),
                 None => write!(
                     f,
-                    "invalid dump: node {index}, field \"{field}\": {message}"
+                    "invalid dump: node {index}, field \"{}\": {}",
+                    clip(field),
+                    clip(message)
                 ),
             },
         }
@@ -267,19 +281,9 @@ fn not_an_object(kind: &str) -> DumpError {
 }
 
 /// Decompresses gzip (possibly multi-member) data.
+/// Bounded by the input-size limit (`input::gunzip`).
 pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, DumpError> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    // Sized once: grown by doubling, the buffer of a 449 MB dump peaked at 1 GB and its copies
-    // and fresh pages cost more than the decompression (docs/performance.md). A reservation
-    // that cannot be had is left to the growth.
-    let _ = out.try_reserve_exact(gzip_size_hint(bytes));
-    flate2::read::MultiGzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .map_err(|e| DumpError::Gzip {
-            message: e.to_string(),
-        })?;
-    Ok(out)
+    crate::input::gunzip(bytes).map_err(|message| DumpError::Gzip { message })
 }
 
 /// What gzip data says it decompresses to: the last member's ISIZE (its length mod 2^32),
@@ -326,6 +330,8 @@ pub fn read_document(document: J) -> Result<Dump, DumpError> {
 }
 
 /// The `nodes` of a document: as JSON, already read by [`read_dump`], or not an array.
+/// (One value per read, moved once: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 enum NodesInput {
     Json(Vec<J>),
     Parsed(Box<ParsedNodes>),

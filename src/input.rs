@@ -10,7 +10,203 @@ use crate::planner::Planner;
 use crate::signature::SignatureHasher;
 use crate::tracelog::{self, GraphContent, GraphKind, GraphSummary, TraceLog, TraceLogError};
 use std::borrow::{Borrow, Cow};
+use std::cell::Cell;
 use std::fmt;
+
+/// The input-size limit's default, in MiB: enough for a 2M-node dump (about 900 MB of JSON).
+/// The CLI's `--max-input-mb` and the app's `limit_mb` setting change it.
+pub const DEFAULT_MAX_INPUT_MB: u64 = 1024;
+
+/// How much input the readers take. The limit applies to the bytes as given and, for gzip, to
+/// what they decompress to, so neither `/dev/zero` nor a gzip bomb is read until memory runs
+/// out: both end in [`TooLarge`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_input_bytes: u64,
+}
+
+impl Limits {
+    /// A limit of `mb` MiB.
+    pub fn from_mb(mb: u64) -> Limits {
+        Limits {
+            max_input_bytes: mb.saturating_mul(1 << 20),
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits::from_mb(DEFAULT_MAX_INPUT_MB)
+    }
+}
+
+thread_local! {
+    static LIMITS: Cell<Limits> = Cell::new(Limits::default());
+}
+
+/// The limits the readers on this thread apply (the default until [`set_limits`]).
+pub fn limits() -> Limits {
+    LIMITS.with(Cell::get)
+}
+
+/// Sets the limits for the readers on this thread: the CLI does it once from
+/// `--max-input-mb`, the app from its `limit_mb` setting. (Per thread, so tests that try
+/// small limits do not change other tests' limits.)
+pub fn set_limits(limits: Limits) {
+    LIMITS.with(|l| l.set(limits));
+}
+
+/// An input over the input-size limit. `Display` says how large, the limit, and how to raise
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The input's size, when known (a stream read up to the limit only knows "more").
+    pub size: Option<u64>,
+    pub limit: u64,
+    /// Whether the limit was passed while decompressing gzip data.
+    pub decompressed: bool,
+}
+
+impl fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let human = crate::timeline::scene::human_bytes;
+        let what = if self.decompressed {
+            "the gzip data decompresses to"
+        } else {
+            "the input is"
+        };
+        match self.size {
+            Some(size) => write!(f, "{what} {} ({size} bytes)", human(size))?,
+            None => write!(f, "{what} more than")?,
+        }
+        write!(
+            f,
+            "{} the input-size limit of {} ({} MiB); raise the limit to read it (--max-input-mb N \
+             on the command line, limit_mb in the app)",
+            if self.size.is_some() {
+                ", more than"
+            } else {
+                ""
+            },
+            human(self.limit),
+            self.limit >> 20
+        )
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+/// Checks an input's size against the limit.
+pub fn check_size(size: u64) -> Result<(), TooLarge> {
+    let limit = limits().max_input_bytes;
+    if size > limit {
+        return Err(TooLarge {
+            size: Some(size),
+            limit,
+            decompressed: false,
+        });
+    }
+    Ok(())
+}
+
+/// Reads all of `reader` (a file, a pipe, `/dev/zero`) up to the input-size limit: more is
+/// [`TooLarge`], never an allocation failure. `size_hint` (a file's length) is checked first.
+pub fn read_limited(
+    mut reader: impl std::io::Read,
+    size_hint: Option<u64>,
+) -> std::io::Result<Vec<u8>> {
+    let limit = limits().max_input_bytes;
+    if let Some(size) = size_hint {
+        check_size(size).map_err(std::io::Error::other)?;
+    }
+    let mut out = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if out.len() as u64 + n as u64 > limit {
+            return Err(std::io::Error::other(TooLarge {
+                size: None,
+                limit,
+                decompressed: false,
+            }));
+        }
+        out.try_reserve(n)
+            .map_err(|_| std::io::Error::other(out_of_memory(out.len() + n)))?;
+        out.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn out_of_memory(bytes: usize) -> String {
+    format!(
+        "not enough memory to hold {} of input; lower the input-size limit or free memory",
+        crate::timeline::scene::human_bytes(bytes as u64)
+    )
+}
+
+/// Decompresses gzip data (one member or several), up to the input-size limit. Bytes after
+/// the last member that are not another member are an error that says so (not "unexpected
+/// end of file"), and so is output past the limit: a gzip bomb stops at the limit.
+pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let limit = limits().max_input_bytes;
+    let mut out: Vec<u8> = Vec::new();
+    // Sized once from what the trailer says (bounded by deflate's best ratio and the limit):
+    // grown by doubling, the buffer of a 449 MB dump peaked at 1 GB and its copies and fresh
+    // pages cost more than the decompression (docs/performance.md). A reservation that
+    // cannot be had is left to the growth.
+    let hint = crate::dump::gzip_size_hint(bytes).min(usize::try_from(limit).unwrap_or(usize::MAX));
+    let _ = out.try_reserve_exact(hint);
+    let mut rest = bytes;
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut members = 0usize;
+    loop {
+        let offset = bytes.len() - rest.len();
+        let mut decoder = flate2::bufread::GzDecoder::new(rest);
+        loop {
+            let n = match decoder.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if members == 0 => return Err(e.to_string()),
+                Err(e) => {
+                    return Err(format!(
+                        "gzip member {} (at byte {offset}) does not decompress: {e}",
+                        members + 1
+                    ))
+                }
+            };
+            if out.len() as u64 + n as u64 > limit {
+                return Err(TooLarge {
+                    size: None,
+                    limit,
+                    decompressed: true,
+                }
+                .to_string());
+            }
+            out.try_reserve(n)
+                .map_err(|_| out_of_memory(out.len() + n))?;
+            out.extend_from_slice(&chunk[..n]);
+        }
+        members += 1;
+        rest = decoder.into_inner();
+        if rest.is_empty() {
+            return Ok(out);
+        }
+        if !rest.starts_with(&[0x1f, 0x8b]) {
+            let end = bytes.len() - rest.len();
+            return Err(format!(
+                "the gzip data is complete at byte {end} but {} more byte(s) follow that are \
+                 not gzip (a file with something appended?)",
+                rest.len()
+            ));
+        }
+    }
+}
 
 /// What the bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +224,8 @@ pub enum InputError {
     TraceLog(TraceLogError),
     /// A graph other than 0 chosen in a dump, which holds one graph.
     NotALog { choice: usize },
+    /// Over the input-size limit.
+    TooLarge(TooLarge),
 }
 
 impl fmt::Display for InputError {
@@ -35,6 +233,7 @@ impl fmt::Display for InputError {
         match self {
             InputError::Dump(e) => e.fmt(f),
             InputError::TraceLog(e) => e.fmt(f),
+            InputError::TooLarge(e) => e.fmt(f),
             InputError::NotALog { choice } => write!(
                 f,
                 "--graph {choice} is out of range: the input is a graph dump, which holds one \
@@ -60,6 +259,7 @@ impl From<TraceLogError> for InputError {
 
 /// The bytes decompressed (gzip is recognised by its magic bytes), and what they are.
 pub fn detect(bytes: &[u8]) -> Result<(Format, Cow<'_, [u8]>), InputError> {
+    check_size(bytes.len() as u64).map_err(InputError::TooLarge)?;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
         Cow::Owned(dump::gunzip(bytes)?)
     } else {

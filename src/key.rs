@@ -200,7 +200,8 @@ mod tests {
             assert_eq!(format!("{key:?}"), format!("{text:?}"));
         }
         assert_eq!(std::mem::size_of::<Key>(), 24);
-        assert!(Key::from("a") < Key::from("b"));
+        let (a, b) = (Key::from("a"), Key::from("b"));
+        assert!(a < b);
         let mut map = indexmap::IndexMap::new();
         map.insert(Key::from("param_name"), 1);
         map.insert(Key::from(long), 2);

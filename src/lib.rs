@@ -18,6 +18,7 @@ pub mod pyjson;
 pub mod signature;
 pub mod synth;
 pub mod tags;
+pub mod text;
 pub mod timeline;
 pub mod tracelog;
 pub mod value;
@@ -133,7 +134,12 @@ impl Planned {
     }
 
     /// The plan in plain words, opening with what its tags rest on (or why it is empty).
+    /// The text form, safe for a terminal (`text::terminal_safe`).
     pub fn to_text(&self) -> String {
+        crate::text::into_terminal_safe(self.text_unescaped())
+    }
+
+    fn text_unescaped(&self) -> String {
         let mut text = String::new();
         if let Some(derived) = &self.derived {
             text.push_str(&derived.describe());

@@ -427,6 +427,12 @@ pub(crate) fn decode_at(
             }
         }
         J::Array(items) => {
+            if items.len() > MAX_LIST_LEN {
+                return Err(DecodeError {
+                    path: path.clone(),
+                    message: too_long_list(),
+                });
+            }
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
                 let len = path.len();
@@ -441,8 +447,11 @@ pub(crate) fn decode_at(
                 let (key, inner) = map.into_iter().next().expect("one entry");
                 return decode_single(key, inner, context, path);
             }
-            if context == Context::Args && map.is_empty() {
-                return Ok(PyValue::Dict(Box::new(IndexMap::new())));
+            if context == Context::Args {
+                return Err(DecodeError {
+                    path: path.clone(),
+                    message: args_object_keys(map.keys().map(String::as_str), map.len()),
+                });
             }
             let mut out = IndexMap::with_capacity(map.len());
             for (key, inner) in map {
@@ -478,7 +487,7 @@ fn decode_single(
             Some(f) => PyValue::Float(f),
             None => PyValue::Opaque(s.clone()),
         }),
-        ("tensor", J::Object(_)) => {
+        ("tensor", J::Object(_)) if context == Context::Meta => {
             let summary = decode_at(inner.clone(), Context::Meta, path)?;
             Some(PyValue::Tensor(Box::new(summary)))
         }
@@ -497,11 +506,7 @@ fn decode_single(
                         kind_of(&inner)
                     )
                 }
-                "tensor" => "{\"tensor\": ...} must hold an object".to_string(),
-                _ => format!(
-                    "an object with the single key {key:?} is not a valid argument \
-                     (expected one of \"node\", \"dtype\", \"device\", \"sym\", \"repr\")"
-                ),
+                _ => args_object_keys(std::iter::once(key.as_str()), 1),
             },
         }),
         Context::Meta => {
@@ -513,6 +518,46 @@ fn decode_single(
             map.insert(key.into(), decoded);
             Ok(PyValue::Dict(Box::new(map)))
         }
+    }
+}
+
+/// The most elements one list of an argument or of metadata may hold (the per-value limit):
+/// far more than any graph writes (shapes, bucket members, an output tuple), and few enough
+/// that one field cannot take gigabytes from a small (say, gzip-compressed) input.
+pub const MAX_LIST_LEN: usize = 1_000_000;
+
+fn too_long_list() -> String {
+    format!("a list holds more than {MAX_LIST_LEN} elements (the per-value limit)")
+}
+
+/// Why an object in an argument is not one: an argument object is one encoded Python object,
+/// with exactly one of the keys `graph-dump-v1.md` lists (`{"node": NAME}`, ...). Dicts, an
+/// empty object and a tensor summary are not argument values.
+fn args_object_keys<'k>(keys: impl Iterator<Item = &'k str>, count: usize) -> String {
+    const EXPECTED: &str = "(expected one of \"node\", \"dtype\", \"device\", \"sym\", \"repr\")";
+    match count {
+        0 => format!(
+            "an empty object is not a valid argument: an argument object has exactly one key \
+             {EXPECTED}"
+        ),
+        1 => format!(
+            "an object with the single key {:?} is not a valid argument {EXPECTED}",
+            keys.map(|k| crate::text::clip(k, crate::text::MESSAGE_PART_LIMIT))
+                .next()
+                .unwrap_or_default()
+        ),
+        n => format!(
+            "an object with {n} keys ({}) is not a valid argument: an argument object has \
+             exactly one key {EXPECTED}",
+            keys.take(4)
+                .map(|k| format!(
+                    "{:?}",
+                    crate::text::clip(k, crate::text::MESSAGE_PART_LIMIT)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+                + if n > 4 { ", ..." } else { "" }
+        ),
     }
 }
 
@@ -814,18 +859,12 @@ impl DecodeSeed<'_> {
     fn single(self, key: Cow<'_, str>, entry: Entry) -> Result<PyValue, DecodeError> {
         let kind = entry.kind();
         let decoded = match entry {
-            Entry::Json(inner) => {
-                // "tensor" in arguments.
-                return match inner {
-                    inner @ serde_json::Value::Object(_) => {
-                        let summary = decode_at(inner, Context::Meta, &mut String::new())?;
-                        Ok(PyValue::Tensor(Box::new(summary)))
-                    }
-                    _ => Err(DecodeError {
-                        path: String::new(),
-                        message: "{\"tensor\": ...} must hold an object".to_string(),
-                    }),
-                };
+            Entry::Json(_) => {
+                // "tensor" in arguments: not an argument encoding (`graph-dump-v1.md`).
+                return Err(DecodeError {
+                    path: String::new(),
+                    message: args_object_keys(std::iter::once(key.as_ref()), 1),
+                });
             }
             Entry::Decoded(decoded) => decoded,
         };
@@ -862,11 +901,7 @@ impl DecodeSeed<'_> {
                         "{{{key:?}: ...}} must hold a string, found {}",
                         kind.describe()
                     ),
-                    "tensor" => "{\"tensor\": ...} must hold an object".to_string(),
-                    _ => format!(
-                        "an object with the single key {key:?} is not a valid argument \
-                         (expected one of \"node\", \"dtype\", \"device\", \"sym\", \"repr\")"
-                    ),
+                    _ => args_object_keys(std::iter::once(key.as_ref()), 1),
                 },
             }),
             Context::Meta => {
@@ -920,6 +955,11 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
         let mut error = None;
         let mut i = 0usize;
         while let Some(item) = seq.next_element_seed(self)? {
+            if i == MAX_LIST_LEN {
+                // Stops here, before the list takes memory out of proportion to the input
+                // (each element costs about 80 bytes however short its text).
+                return Err(de::Error::custom(too_long_list()));
+            }
             if error.is_none() {
                 match item.value {
                     Ok(value) => self.scratch.items.borrow_mut().push(value),
@@ -949,6 +989,12 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
             })
         };
         let Some(first) = map.next_key_seed(KeySeed)? else {
+            if self.context == Context::Args {
+                return done(Err(DecodeError {
+                    path: String::new(),
+                    message: args_object_keys(std::iter::empty(), 0),
+                }));
+            }
             return done(Ok(PyValue::Dict(Box::new(IndexMap::new()))));
         };
         let entry = map.next_value_seed(EntrySeed {
@@ -1004,24 +1050,11 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
             let (key, entry) = entries.pop().expect("one entry");
             return done(self.single(Cow::Owned(key), entry));
         }
-        let mut out = IndexMap::with_capacity(entries.len());
-        for (key, entry) in entries {
-            let value = match entry {
-                Entry::Decoded(Decoded { value: Ok(v), .. }) => v,
-                Entry::Decoded(Decoded { value: Err(e), .. }) => {
-                    return done(Err(prefixed(format!("[{}]", py_repr_str(&key)), e)));
-                }
-                Entry::Json(inner) => {
-                    let mut path = format!("[{}]", py_repr_str(&key));
-                    match decode_at(inner, self.context, &mut path) {
-                        Ok(v) => v,
-                        Err(e) => return done(Err(e)),
-                    }
-                }
-            };
-            out.insert(Key::from(key), value);
-        }
-        done(Ok(PyValue::Dict(Box::new(out))))
+        // Arguments: an object is one encoded Python object, with exactly one key.
+        done(Err(DecodeError {
+            path: String::new(),
+            message: args_object_keys(entries.keys().map(String::as_str), entries.len()),
+        }))
     }
 }
 

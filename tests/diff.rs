@@ -76,9 +76,11 @@ fn placements(report: &Value) -> Vec<(Key, Value, Vec<Key>)> {
     out
 }
 
+/// A side's placements of one collective: its bucket id and the collectives bucketed with it.
+type Placements = Vec<(Value, Vec<Key>)>;
+
 fn independent_diff(before: &Value, after: &Value) -> Value {
-    let mut by_key: BTreeMap<Key, (Vec<(Value, Vec<Key>)>, Vec<(Value, Vec<Key>)>)> =
-        BTreeMap::new();
+    let mut by_key: BTreeMap<Key, (Placements, Placements)> = BTreeMap::new();
     for (key, id, with) in placements(before) {
         by_key.entry(key).or_default().0.push((id, with));
     }

@@ -32,37 +32,10 @@ fn graph(path: &Path) -> Graph {
     Graph::new(read_dump(&read(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
 
-/// Compares `actual` with the snapshot `name`; returns a failure description.
+/// Compares `actual` with the snapshot `name` (the shared snapshot helper); returns a failure
+/// description.
 fn check_snapshot(name: &str, actual: &str) -> Option<String> {
-    let path = root()
-        .join("tests/snapshots/identity")
-        .join(format!("{name}.json"));
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return None;
-    }
-    match std::fs::read_to_string(&path) {
-        Ok(expected) if expected == actual => None,
-        Ok(expected) => {
-            let line = expected
-                .lines()
-                .zip(actual.lines())
-                .position(|(a, b)| a != b)
-                .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
-            Some(format!(
-                "{name}: differs from {} at line {} (expected {:?}, got {:?})",
-                path.display(),
-                line + 1,
-                expected.lines().nth(line).unwrap_or("<end>"),
-                actual.lines().nth(line).unwrap_or("<end>")
-            ))
-        }
-        Err(_) => Some(format!(
-            "{name}: no snapshot at {} (run with UPDATE_SNAPSHOTS=1)",
-            path.display()
-        )),
-    }
+    commlens_testkit::check_snapshot(format!("tests/snapshots/identity/{name}.json"), actual).err()
 }
 
 fn roles_json(path: &Path) -> String {
@@ -218,11 +191,12 @@ fn hsdp_replicate_all_reduce_is_explicit_from_comm_type() {
 /// tagged with a compatible `comm_type` is explicit with the table's role.
 #[test]
 fn conformance_dumps_classify() {
-    let dir = root().join("../shared/conformance/cases");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("skipping: {} not found", dir.display());
+    // Required: without the corpus this test fails (unless COMMLENS_ALLOW_MISSING_SHARED=1).
+    let Some(dir) = commlens_testkit::shared("conformance/cases", "conformance_dumps_classify")
+    else {
         return;
     };
+    let entries = std::fs::read_dir(&dir).unwrap();
     let mut count = 0;
     for entry in entries.flatten() {
         let Ok(bytes) = std::fs::read(entry.path().join("dump.json")) else {

@@ -16,13 +16,7 @@ use commlens::timeline::{
 use std::path::{Path, PathBuf};
 
 fn cases() -> PathBuf {
-    let dir = common::shared_dir().join("conformance/cases");
-    assert!(
-        dir.is_dir(),
-        "the shared conformance corpus is missing: {} (set COMMLENS_SHARED)",
-        dir.display()
-    );
-    dir
+    commlens_testkit::require_shared("conformance/cases")
 }
 
 /// A graph planned with `args` (or its own), and its timeline input.

@@ -113,10 +113,13 @@ fn damaged(edit: impl Fn(&mut Value)) -> Result<(), ValidationError> {
     })
 }
 
+/// How a case damages a report.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn damaged_reports_reach_every_finding() {
     let mut snapshot = String::new();
-    let cases: Vec<(&str, &str, Box<dyn Fn(&mut Value)>)> = vec![
+    let cases: Vec<(&str, &str, Edit)> = vec![
         (
             "digest_only",
             "Bucket plans disagree for group fsdp",

@@ -7,6 +7,7 @@ mod audit;
 mod cost;
 mod diff;
 mod graphs;
+mod oom;
 mod plan;
 mod render;
 mod roles;
@@ -15,10 +16,11 @@ mod validate;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-// The allocator the benches measure with: the system allocator's bookkeeping took about a
-// quarter of a large dump's read (docs/performance.md).
+// The allocator the benches measure with (the system allocator's bookkeeping took about a
+// quarter of a large dump's read, docs/performance.md), wrapped so that an allocation that
+// fails ends the process with a message and exit code 1 instead of an abort.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: oom::ExitOnOom<mimalloc::MiMalloc> = oom::ExitOnOom(mimalloc::MiMalloc);
 
 /// See why every collective in a distributed-training graph exists, and how the FSDP bucket
 /// planner groups them.
@@ -27,6 +29,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The input-size limit in MiB, for each input file and for what gzip data decompresses
+    /// to: a larger input is refused with a message instead of filling memory.
+    #[arg(long, global = true, value_name = "MB", default_value_t = commlens::input::DEFAULT_MAX_INPUT_MB,
+          value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
+    max_input_mb: u64,
 }
 
 #[derive(Subcommand)]
@@ -58,6 +65,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    commlens::input::set_limits(commlens::input::Limits::from_mb(cli.max_input_mb));
     let result = match cli.command {
         Command::Plan(args) => plan::run(args),
         Command::Validate(args) => validate::run(args),
@@ -70,12 +78,16 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // Messages quote the input: bounded in size, with control characters escaped.
         Err(CliError::Usage(message)) => {
-            eprintln!("error: {message}\n\nFor more information, try '--help'.");
+            eprintln!(
+                "error: {}\n\nFor more information, try '--help'.",
+                commlens::text::bounded_message(&message)
+            );
             ExitCode::from(2)
         }
         Err(CliError::Failed(message)) => {
-            eprintln!("{message}");
+            eprintln!("{}", commlens::text::bounded_message(&message));
             ExitCode::FAILURE
         }
     }
@@ -102,8 +114,21 @@ pub struct GraphChoice {
 /// Writes what the reader could not say (a trace log's missing group ranks, cut
 /// annotations; a dump's dangling metadata references) on stderr.
 pub fn print_notes(path: &str, notes: &[String]) {
-    for note in notes {
-        eprintln!("note: {path}: {note}");
+    // Notes quote the input (node names): bounded, control characters escaped, and at most
+    // `SHOWN` of them (a dump can hold a million dangling references).
+    const SHOWN: usize = 20;
+    for note in notes.iter().take(SHOWN) {
+        eprintln!(
+            "{}",
+            commlens::text::bounded_message(&format!("note: {path}: {note}"))
+        );
+    }
+    if notes.len() > SHOWN {
+        eprintln!(
+            "note: {}: and {} more notes like these",
+            commlens::text::bounded_message(path),
+            notes.len() - SHOWN
+        );
     }
 }
 
@@ -115,9 +140,18 @@ pub fn keep_until_exit<T>(value: T) {
     std::mem::forget(value);
 }
 
-/// Reads a file, naming it in the error.
+/// Reads a file up to the input-size limit (`--max-input-mb`), naming it in the error.
 pub fn read_file(path: &str) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::Failed(format!("cannot read {path}: {e}")))
+    let failed = |e: std::io::Error| CliError::Failed(format!("cannot read {path}: {e}"));
+    let file = std::fs::File::open(path).map_err(failed)?;
+    // A regular file's length is checked before reading; a device or a pipe is read up to
+    // the limit.
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    commlens::input::read_limited(file, size).map_err(failed)
 }
 
 /// Writes `text` to `out` or to stdout.

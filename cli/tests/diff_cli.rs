@@ -5,11 +5,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// `shared/`, found by the shared test helper (its tests fail when it is missing).
 fn shared() -> PathBuf {
-    match std::env::var_os("COMMLENS_SHARED") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
-    }
+    commlens_testkit::shared_path()
 }
 
 fn case(name: &str, file: &str) -> String {

@@ -5,16 +5,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
+/// A conformance case: required (the test fails without the corpus unless
+/// `COMMLENS_ALLOW_MISSING_SHARED=1`, when it says it skipped).
 fn case_dir(name: &str) -> Option<PathBuf> {
-    let shared = std::env::var_os("COMMLENS_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared"));
-    let dir = shared.join("conformance/cases").join(name);
-    dir.is_dir().then_some(dir)
+    commlens_testkit::shared(&format!("conformance/cases/{name}"), name)
 }
 
 fn render(case: &str, extra: &[&str]) -> Option<(String, serde_json::Value)> {
@@ -55,29 +49,10 @@ fn count_decisions(plan: &serde_json::Value, action: &str) -> usize {
 #[test]
 fn snapshot_mlp_capacity() {
     let Some((svg, _)) = render("mlp_capacity", &[]) else {
-        eprintln!("shared conformance corpus not found: snapshot not checked");
         return;
     };
-    let path = repo().join("tests/snapshots/mlp_capacity.timeline.svg");
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &svg).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap();
-    if svg != expected {
-        let line = svg
-            .lines()
-            .zip(expected.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        panic!(
-            "render output differs from {} at line {} (UPDATE_SNAPSHOTS=1 rewrites it)\n got: {}\nwant: {}",
-            path.display(),
-            line + 1,
-            svg.lines().nth(line).unwrap_or(""),
-            expected.lines().nth(line).unwrap_or("")
-        );
-    }
+    commlens_testkit::check_snapshot("tests/snapshots/mlp_capacity.timeline.svg", &svg)
+        .unwrap_or_else(|e| panic!("commlens render: {e}"));
 }
 
 #[test]
@@ -163,7 +138,7 @@ fn usage_errors() {
 #[test]
 fn the_svg_and_trace_record_the_settings_they_were_made_with() {
     let Some(dir) = case_dir("mlp_capacity") else {
-        panic!("the shared conformance corpus is missing (set COMMLENS_SHARED)");
+        return;
     };
     let trace =
         std::env::temp_dir().join(format!("commlens-render-trace-{}.json", std::process::id()));

@@ -201,7 +201,12 @@ impl CostReport {
 
     /// The summary, the hardware, and the ten most exposed collectives or buckets of each
     /// variant, in plain words.
+    /// The text form, safe for a terminal (`text::terminal_safe`).
     pub fn to_text(&self) -> String {
+        crate::text::into_terminal_safe(self.text_unescaped())
+    }
+
+    fn text_unescaped(&self) -> String {
         let mut out = String::new();
         if let Some(tags) = &self.tags {
             out.push_str(tags);

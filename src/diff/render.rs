@@ -136,7 +136,12 @@ impl PlanDiff {
     }
 
     /// `commlens diff`: a summary, then each change in plain words.
+    /// The text form, safe for a terminal (`text::terminal_safe`).
     pub fn to_text(&self) -> String {
+        crate::text::into_terminal_safe(self.text_unescaped())
+    }
+
+    fn text_unescaped(&self) -> String {
         let mut out = String::new();
         let short = |s: &str| s.get(..12).unwrap_or(s).to_string();
         if self.same_graph() {

@@ -64,6 +64,41 @@ pub struct Audit {
     pub new: Vec<NodeId>,
     /// The after graph's transform diagnostics, then the audit's own.
     pub diagnostics: Vec<Diagnostic>,
+    /// Set when the two graphs do not look like one graph before and after a transform
+    /// (they share fewer than half of their inputs): matches by name then mean little.
+    pub unrelated: Option<String>,
+}
+
+/// A transform keeps a graph's inputs: its placeholders, by name and value (shape, dtype).
+/// Two graphs sharing fewer than half of them are different graphs, whatever their
+/// collectives are called. The note says so, with the counts.
+fn unrelated_note(before: &Graph, after: &Graph) -> Option<String> {
+    fn inputs(g: &Graph) -> HashMap<&str, Option<&crate::value::PyValue>> {
+        g.dump
+            .nodes
+            .iter()
+            .filter(|n| n.op == crate::dump::Op::Placeholder)
+            .map(|n| (n.name.as_str(), n.meta("val")))
+            .collect()
+    }
+    let (b, a) = (inputs(before), inputs(after));
+    let most = b.len().max(a.len());
+    if most == 0 {
+        return None;
+    }
+    let shared = b
+        .iter()
+        .filter(|(name, val)| a.get(*name) == Some(val))
+        .count();
+    (shared * 2 < most).then(|| {
+        format!(
+            "the two graphs look unrelated: they share {shared} of their inputs ({} before, {} \
+             after; placeholders by name and value), where a transform keeps them all, so \
+             collectives matched by name here may be different collectives",
+            b.len(),
+            a.len()
+        )
+    })
 }
 
 fn describe(c: &CollectiveIdentity) -> String {
@@ -299,6 +334,7 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
         entries,
         new,
         diagnostics,
+        unrelated: unrelated_note(before, after),
     }
 }
 

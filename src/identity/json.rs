@@ -213,7 +213,12 @@ impl RolesReport {
         ))
     }
 
+    /// The text form, safe for a terminal (`text::terminal_safe`).
     pub fn to_text(&self) -> String {
+        crate::text::into_terminal_safe(self.text_unescaped())
+    }
+
+    fn text_unescaped(&self) -> String {
         let mut out = String::new();
         let g = &self.graph;
         let rows: Vec<[String; 7]> = self
@@ -260,7 +265,8 @@ impl RolesReport {
         let line = |cells: [&str; 7], out: &mut String| {
             for (i, cell) in cells.iter().enumerate() {
                 if i < 6 {
-                    out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+                    crate::text::push_padded(out, cell, widths[i]);
+                    out.push_str("  ");
                 } else {
                     out.push_str(cell);
                 }
@@ -355,6 +361,9 @@ pub fn audit_value(before: &Graph, after: &Graph, a: &Audit) -> Value {
     let mut m = Map::new();
     m.insert("format".into(), json!(AUDIT_FORMAT));
     m.insert("version".into(), json!(SCHEMA_VERSION));
+    if let Some(note) = &a.unrelated {
+        m.insert("note".into(), json!(note));
+    }
     m.insert(
         "entries".into(),
         Value::Array(
@@ -459,9 +468,17 @@ impl AuditReport {
         pretty(&audit_value(&self.before, &self.after, &self.audit))
     }
 
+    /// The text form, safe for a terminal (`text::terminal_safe`).
     pub fn to_text(&self) -> String {
+        crate::text::into_terminal_safe(self.text_unescaped())
+    }
+
+    fn text_unescaped(&self) -> String {
         let a = &self.audit;
         let mut out = String::new();
+        if let Some(note) = &a.unrelated {
+            out.push_str(&format!("note: {note}\n\n"));
+        }
         for e in &a.entries {
             let name = &self.before.node(e.node).name;
             let into: Vec<&str> = e

@@ -85,11 +85,14 @@ impl ReduceOp {
     }
 }
 
+/// A collective's `(input_shape, output_shape)`, shared between collectives of one layout.
+pub(crate) type ShapePair = (Arc<[i128]>, Arc<[i128]>);
+
 /// Interned `(input_shape, output_shape)` pairs: a model's layers repeat a handful of them.
 #[derive(Default)]
 struct Layouts {
     ids: FastMap<(Vec<i128>, Vec<i128>), u32>,
-    shapes: Vec<(Arc<[i128]>, Arc<[i128]>)>,
+    shapes: Vec<ShapePair>,
 }
 
 impl Layouts {
@@ -261,7 +264,7 @@ pub(crate) struct Collectives {
     /// By [`TaggedCollective::late`] index.
     pub facts: Vec<Facts>,
     /// Distinct `(input_shape, output_shape)` pairs, by [`Facts::layout`].
-    pub layouts: Vec<(Arc<[i128]>, Arc<[i128]>)>,
+    pub layouts: Vec<ShapePair>,
     /// Distinct device strings, by [`Facts::device`].
     pub devices: Vec<Arc<str>>,
     /// Every reduce-scatter's layout-preparation nodes, by [`Facts::preparation`] range.

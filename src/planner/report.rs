@@ -215,7 +215,12 @@ pub use super::validate::{validate_group_plans, ValidationError};
 
 /// A plan in plain words, for terminals, CI logs and review docs: every bucket with its
 /// members and window, every decision with what its reason means.
+/// Safe for a terminal (`text::terminal_safe`).
 pub fn plan_to_text(plan: &BucketPlan, graph: &Graph) -> String {
+    crate::text::into_terminal_safe(plan_to_text_unescaped(plan, graph))
+}
+
+fn plan_to_text_unescaped(plan: &BucketPlan, graph: &Graph) -> String {
     use std::fmt::Write;
     let name = |id: usize| graph.node(id).name.as_str();
     let s = &plan.summary;

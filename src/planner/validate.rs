@@ -901,6 +901,10 @@ pub fn agreement_json(group: &str, entries: &[ReportRef]) -> String {
 
 /// The plain-text verdict when the reports agree.
 pub fn agreement_text(group: &str, entries: &[ReportRef]) -> String {
+    crate::text::into_terminal_safe(agreement_text_unescaped(group, entries))
+}
+
+fn agreement_text_unescaped(group: &str, entries: &[ReportRef]) -> String {
     format!(
         "ok: {} agree for group {}\n",
         plural(compared_order(entries).len(), "rank report", "rank reports"),

@@ -37,6 +37,7 @@ pub fn xml_escape(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            c if !crate::text::is_xml_char(c) => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -214,7 +215,9 @@ pub fn render_svg_with(scene: &TimelineScene, meta: Option<&SvgMeta>) -> String 
         out.push_str("</g>\n");
     }
     out.push_str("</svg>\n");
-    out
+    // Names reach the SVG through plotters' text too: whatever XML forbids (U+FFFE, U+FFFF,
+    // control characters) becomes U+FFFD, so the document is always well-formed.
+    crate::text::into_xml_chars(out)
 }
 
 fn exposed_mark(out: &mut String, size: (u32, u32), index: usize, x: &ExposedMark) {

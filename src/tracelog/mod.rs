@@ -766,7 +766,12 @@ fn attach_schedule(nodes: &mut [Node], kernels: &[Option<String>]) -> Option<Str
 }
 
 /// `commlens graphs` as text: one row per graph.
+/// Safe for a terminal (`text::terminal_safe`).
 pub fn graphs_text(graphs: &[GraphSummary]) -> String {
+    crate::text::into_terminal_safe(graphs_text_unescaped(graphs))
+}
+
+fn graphs_text_unescaped(graphs: &[GraphSummary]) -> String {
     let header = [
         "graph",
         "compile",
@@ -808,7 +813,8 @@ pub fn graphs_text(graphs: &[GraphSummary]) -> String {
     let mut line = |cells: Vec<&str>| {
         let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            text.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            crate::text::push_padded(&mut text, cell, widths[i]);
+            text.push_str("  ");
         }
         out.push_str(text.trim_end());
         out.push('\n');

@@ -3,12 +3,10 @@
 
 use std::path::PathBuf;
 
-/// `shared/` beside the project: `COMMLENS_SHARED`, else `<repo>/../shared`.
+/// `shared/` beside the project: `COMMLENS_SHARED`, else `<repo>/../shared` (the shared test
+/// helper, `testkit`, decides for `tests/` and `cli/tests/` alike).
 pub fn shared_dir() -> PathBuf {
-    match std::env::var_os("COMMLENS_SHARED") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-    }
+    commlens_testkit::shared_path()
 }
 
 /// The case folders under `dir`, sorted by name.
@@ -31,33 +29,10 @@ pub fn json(path: &std::path::Path) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
-/// Compares `actual` with the committed snapshot at `path` (relative to the repo), or
-/// rewrites the snapshot when `UPDATE_SNAPSHOTS=1`. Returns a description of a mismatch.
+/// Compares `actual` with the committed snapshot at `relative` (to the repo); rewritten only
+/// when `UPDATE_SNAPSHOTS=1` (`testkit::check_snapshot`).
 pub fn check_snapshot(relative: &str, actual: &str) -> Result<(), String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).expect("snapshot dir");
-        }
-        std::fs::write(&path, actual).expect("write snapshot");
-        return Ok(());
-    }
-    let expected = std::fs::read_to_string(&path)
-        .map_err(|e| format!("{relative}: no snapshot ({e}); run with UPDATE_SNAPSHOTS=1"))?;
-    if expected == actual {
-        return Ok(());
-    }
-    let line = expected
-        .lines()
-        .zip(actual.lines())
-        .position(|(a, b)| a != b)
-        .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
-    Err(format!(
-        "{relative} differs at line {}:\n  expected: {}\n  actual:   {}",
-        line + 1,
-        expected.lines().nth(line).unwrap_or("<end>"),
-        actual.lines().nth(line).unwrap_or("<end>")
-    ))
+    commlens_testkit::check_snapshot(relative, actual)
 }
 
 /// A small deterministic generator (xorshift64), for tests that damage inputs at random.

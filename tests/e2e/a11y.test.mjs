@@ -2,6 +2,7 @@
 // split and skip marks focusable, Enter opening their detail; accessible names; text contrast
 // at least 4.5:1. And the app's share of issue #13: the input-size limit, and a panic that
 // shows an error and keeps the last good view.
+import { gzipSync } from 'node:zlib';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -146,6 +147,21 @@ test('a dump over the input-size limit is refused before reading, saying how to 
   const message = await app.text('#error');
   assert.match(message, /huge\.json is 1\.5 MiB — more than the 1\.0 MiB this page reads/);
   assert.match(message, /limit_mb=2/);
+  assert.deepEqual(await counts(app), good, 'the previous view stays');
+  app.assertNoErrors();
+});
+
+test('a gzip bomb stops at the same limit, in the core, with the CLI\'s message', async (t) => {
+  const app = await openApp(t, { path: '?example=mlp&limit_mb=1', viewport: wide });
+  await app.waitForRendered('#chart svg [data-bucket]');
+  const good = await counts(app);
+  // 4 KB on disk, 4 MiB once decompressed: under the limit as stored, over it inflated.
+  const bomb = gzipSync(Buffer.alloc(4 << 20, 32), { level: 9 });
+  assert.ok(bomb.length < 64 * 1024);
+  await app.dropFile('.app', { name: 'bomb.json.gz', bytes: bomb });
+  await app.waitForRendered('#error');
+  const message = await app.text('#error');
+  assert.match(message, /bomb\.json\.gz: .*decompresses to more than the input-size limit of 1\.0 MiB/);
   assert.deepEqual(await counts(app), good, 'the previous view stays');
   app.assertNoErrors();
 });

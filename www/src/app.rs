@@ -113,13 +113,17 @@ fn open(
         )));
         browser::yield_now().await;
         let t0 = browser::now_ms();
+        // The CLI's limits: what gzip data may decompress to is the same input-size limit.
+        commlens::input::set_limits(limits::core(limit_mb));
         // A dump, or a trace log's chosen graph: the graph and the planner's per-graph checks
         // are built while reading.
         let read = model::read_input(&bytes, graph);
         let size = bytes.len();
         drop(bytes);
         match read {
-            Err(e) => dispatch.dispatch(Action::LoadFailed(format!("{label}: {e}"))),
+            Err(e) => dispatch.dispatch(Action::LoadFailed(commlens::text::bounded_message(
+                &format!("{label}: {e}"),
+            ))),
             Ok(read) => {
                 let t1 = browser::now_ms();
                 let loaded = Loaded::new(label, source, read.log, read.planner, size);

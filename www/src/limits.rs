@@ -2,13 +2,17 @@
 //! read, with a message that says how to raise it (`?limit_mb=N`, or the field on the first
 //! screen). The default reads a 2M-node dump (about 900 MB of JSON).
 //!
-//! The core's reader limits what a dump may expand to (gzip) and hold; this check is the
-//! app's first line, on the bytes as stored. When the core exposes its limits as one value,
-//! [`DEFAULT_LIMIT_MB`] should become that value's input size, so that the CLI's flag and the
-//! app agree.
+//! This check is the app's first line, on the bytes as stored; the core then applies the same
+//! limit to what gzip data decompresses to ([`core`]). The default is the core's, so the CLI's
+//! `--max-input-mb` and the app agree.
 
-/// The default limit, in MiB.
-pub const DEFAULT_LIMIT_MB: u64 = 1024;
+/// The default limit, in MiB (the CLI's `--max-input-mb` default).
+pub const DEFAULT_LIMIT_MB: u64 = commlens::input::DEFAULT_MAX_INPUT_MB;
+
+/// The core's limits for a setting in MiB (the default when unset).
+pub fn core(limit_mb: Option<u64>) -> commlens::input::Limits {
+    commlens::input::Limits::from_mb(limit_mb.unwrap_or(DEFAULT_LIMIT_MB))
+}
 
 /// The limit in bytes for a setting in MiB (the default when unset).
 pub fn bytes(limit_mb: Option<u64>) -> u64 {

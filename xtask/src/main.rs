@@ -3,6 +3,7 @@
 //! Dependency-light on purpose: std, `wasm-bindgen-cli-support` (the bindgen step, pinned to
 //! the workspace's `wasm-bindgen` version) and `flate2` (to report the gzipped wasm size).
 
+mod fuzz;
 mod serve;
 mod site;
 mod test;
@@ -22,6 +23,7 @@ commands:
   serve    build, then serve target/site on http://127.0.0.1:PORT/
   dist     build, then copy the self-contained static site to a folder
   test     the full test suite (the README's test command; installs what it needs)
+  fuzz     coverage-guided fuzzing of the core (cargo-fuzz, nightly): `fuzz [TARGET] [--time S]`
   help     this text; `cargo xtask <command> --help` for a command's options";
 
 const BUILD_HELP: &str = "\
@@ -55,27 +57,31 @@ with relative URLs only (no CDN), to upload to any static host, at its root or u
 An existing DIR is replaced only when it is empty or holds a previous dist.";
 
 const TEST_HELP: &str = "\
-cargo xtask test [--skip-native] [--skip-wasm] [--skip-python] [--skip-browser] [--keep-going]
+cargo xtask test [--skip-lint] [--skip-native] [--skip-wasm] [--skip-python] [--skip-browser]
+                 [--skip-fuzz] [--keep-going]
 
 The project's test command. On a fresh machine it installs what it needs (idempotent, fast when
 already installed). Steps, each with a header and its duration; the run stops at the first
 failing step (unless --keep-going) and exits non-zero:
-  1 toolchain   rustup target add wasm32-unknown-unknown
-  2 native      cargo test --workspace
-  3 wasm-core   cargo build --profile wasm --target wasm32-unknown-unknown -p commlens
+  1 lint        cargo fmt --all --check; cargo clippy --workspace --all-targets -- -D warnings
+  2 toolchain   rustup target add wasm32-unknown-unknown
+  3 native      cargo test --workspace (includes tests/fuzz_regressions.rs: every kept fuzz input)
+  4 wasm-core   cargo build --profile wasm --target wasm32-unknown-unknown -p commlens
                 -p commlens-wasm -p commlens-www  (the core must build for wasm32; one
                 selection shared with steps 4 and 6 and `xtask build`, so it compiles once)
-  4 wasm-conf   builds commlens-wasm for wasm32, binds it for Node into target/wasm-node/, runs
+  5 wasm-conf   builds commlens-wasm for wasm32, binds it for Node into target/wasm-node/, runs
                 node tests/wasm/conformance.mjs: every case of $COMMLENS_SHARED/conformance/cases
                 through the wasm build and the native CLI (byte-identical) and against plan.json;
                 then node tests/wasm/diff.mjs: plan diffs byte-identical to `commlens diff`, and
                 the diff of two 100k-node plans timed in wasm (budget 200 ms)
-  5 python      creates/reuses the venv ($COMMLENS_VENV, default ~/.cache/commlens/venv),
+  6 python      creates/reuses the venv ($COMMLENS_VENV, default ~/.cache/commlens/venv),
                 installs python/requirements-test.txt and python/ (editable), runs
                 pytest python/tests with COMMLENS_BIN and COMMLENS_SHARED
-  6 browser     installs chromium (apt) when /usr/bin/chromium is missing, npm ci in tests/e2e,
+  7 browser     installs chromium (apt) when /usr/bin/chromium is missing, npm ci in tests/e2e,
                 builds the site, serves it under a sub-path on a free 127.0.0.1 port and runs
                 node --test tests/e2e/ with COMMLENS_URL; screenshots go to target/artifacts/
+  8 fuzz        every fuzz target for 9 s (90 s in all) after one `cargo fuzz build`;
+                installs cargo-fuzz when missing, skipped with a message without nightly
 The shared corpus is $COMMLENS_SHARED, else <repo>/../shared.
 The --skip-* flags are for developers; the default (and CI) runs everything.";
 
@@ -98,10 +104,12 @@ fn main() -> ExitCode {
         "serve" if help => print(SERVE_HELP),
         "dist" if help => print(DIST_HELP),
         "test" if help => print(TEST_HELP),
+        "fuzz" if help => print(fuzz::HELP),
         "build" => cmd_build(rest),
         "serve" => cmd_serve(rest),
         "dist" => cmd_dist(rest),
         "test" => test::run(rest),
+        "fuzz" => fuzz::cmd(rest),
         other => Err(Fail::usage(format!("unknown command {other:?}"))),
     };
     match result {
@@ -155,6 +163,14 @@ impl Opts {
             return Ok(Some(v));
         }
         Ok(None)
+    }
+
+    /// The arguments left, which must not be options.
+    pub fn positional(self) -> Res<Vec<String>> {
+        match self.args.iter().find(|a| a.starts_with('-')) {
+            Some(a) => Err(Fail::usage(format!("unexpected option {a:?}"))),
+            None => Ok(self.args),
+        }
     }
 
     pub fn finish(self) -> Res<()> {

@@ -23,6 +23,8 @@ pub fn run(args: &[String]) -> Res<()> {
     let skip_wasm = o.flag("--skip-wasm");
     let skip_python = o.flag("--skip-python");
     let skip_browser = o.flag("--skip-browser");
+    let skip_lint = o.flag("--skip-lint");
+    let skip_fuzz = o.flag("--skip-fuzz");
     let keep_going = o.flag("--keep-going");
     o.finish()?;
 
@@ -32,7 +34,13 @@ pub fn run(args: &[String]) -> Res<()> {
         shared: util::shared_dir(),
         native: !skip_native,
     };
-    let steps: [(&str, &str, bool, StepFn); 6] = [
+    let steps: [(&str, &str, bool, StepFn); 8] = [
+        (
+            "lint",
+            "cargo fmt --check; cargo clippy --workspace --all-targets -- -D warnings",
+            skip_lint,
+            step_lint,
+        ),
         (
             "toolchain",
             "rustup target add wasm32-unknown-unknown",
@@ -58,6 +66,12 @@ pub fn run(args: &[String]) -> Res<()> {
             "browser tests: node --test tests/e2e/",
             skip_browser,
             step_browser,
+        ),
+        (
+            "fuzz",
+            "fuzz smoke run: every target of fuzz/ for a fixed budget (cargo-fuzz, nightly)",
+            skip_fuzz,
+            step_fuzz,
         ),
     ];
     println!(
@@ -107,6 +121,44 @@ pub fn run(args: &[String]) -> Res<()> {
         println!("\n{summary}; FAILED: {}; total {total}", failed.join(", "));
         Err(Fail::msg(format!("step {} failed", failed.join(", "))))
     }
+}
+
+/// Formatting and lints first: a failure here is the cheapest to find.
+fn step_lint(_: &Env) -> Res<()> {
+    util::run(util::cargo().args(["fmt", "--all", "--check"]))?;
+    util::run(util::cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+/// Seconds each fuzz target runs in the smoke run: 10 targets, 9 s each, 90 s in all (the
+/// targets are built once before, and cached in fuzz/target).
+const FUZZ_SMOKE_SECONDS: u64 = 9;
+
+/// A short fixed-budget run of every fuzz target (`cargo xtask fuzz` runs them longer).
+/// Without the nightly toolchain it is skipped with a message saying so.
+fn step_fuzz(_: &Env) -> Res<()> {
+    if let Err(Fail::Error(why) | Fail::Usage(why)) = crate::fuzz::ensure_tools(true) {
+        println!("fuzz smoke run SKIPPED: {why}");
+        return Ok(());
+    }
+    let stats = crate::fuzz::run(&crate::fuzz::TARGETS, FUZZ_SMOKE_SECONDS, 128 << 10)?;
+    let total: u64 = stats.iter().map(|s| s.executions).sum();
+    println!(
+        "fuzz smoke run: {total} executions over {} targets ({})",
+        stats.len(),
+        stats
+            .iter()
+            .map(|s| format!("{} {}", s.target, s.executions))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
 }
 
 fn step_toolchain(_: &Env) -> Res<()> {
