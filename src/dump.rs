@@ -330,8 +330,6 @@ pub fn read_document(document: J) -> Result<Dump, DumpError> {
 }
 
 /// The `nodes` of a document: as JSON, already read by [`read_dump`], or not an array.
-/// (One value per read, moved once: the variants' sizes do not matter.)
-#[allow(clippy::large_enum_variant)]
 enum NodesInput {
     Json(Vec<J>),
     Parsed(Box<ParsedNodes>),

@@ -743,6 +743,10 @@ pub fn parse_bandwidth(text: &str) -> Result<Option<f64>, String> {
     }
 }
 
+/// A bucket's estimate: its bucketed collective's microseconds and NCCL algorithm (none when
+/// the model cannot cost it).
+pub type BucketTime = (f64, Option<&'static str>);
+
 /// The time estimates of one plan on one piece of hardware: the step as the graph is and as
 /// planned (`commlens cost`'s summary), each bucket's bucketed collective, and where compute
 /// waits.
@@ -750,7 +754,7 @@ pub struct CostView {
     pub unbucketed: StepSummary,
     pub planned: StepSummary,
     /// Per timeline bucket: its bucketed collective's microseconds and algorithm.
-    pub buckets: Rc<[(f64, Option<&'static str>)]>,
+    pub buckets: Rc<[BucketTime]>,
     /// Where compute waits in the planned step, for the chart.
     pub exposed: Rc<[ExposedIn]>,
     /// The planned step's time at each graph position (node starts, then the step's end):

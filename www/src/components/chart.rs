@@ -40,7 +40,7 @@ pub struct ChartProps {
     pub exposed: Option<Rc<[ExposedIn]>>,
     /// Per bucket, its estimated time and algorithm, for its tooltip.
     #[prop_or_default]
-    pub bucket_times: Option<Rc<[(f64, Option<&'static str>)]>>,
+    pub bucket_times: Option<Rc<[crate::model::BucketTime]>>,
     /// A time axis: the estimated time at each graph position (see `SceneOptions::time`).
     #[prop_or_default]
     pub time: Option<Rc<[f64]>>,
