@@ -82,7 +82,18 @@ pub struct Stats {
 /// Whether nightly and cargo-fuzz are there; `install` runs `cargo install cargo-fuzz` when
 /// only cargo-fuzz is missing.
 pub fn ensure_tools(install: bool) -> Res<()> {
-    let nightly = util::succeeds(util::cmd("cargo").args(["+nightly", "--version"]));
+    let mut nightly = util::succeeds(util::cmd("cargo").args(["+nightly", "--version"]));
+    if !nightly && install {
+        // The test command installs what it needs (rustup reaches its own dist server here).
+        nightly = util::run(util::cmd("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))
+        .is_ok();
+    }
     if !nightly {
         return Err(Fail::msg(
             "the nightly toolchain is missing (rustup toolchain install nightly): cargo-fuzz \
