@@ -1426,6 +1426,12 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
             }
             y += 5.0 + LANE_SIZE + 4.0;
         }
+        // A wide lane is at least as tall as its name and note (the mark lanes below).
+        let min_height = if wide {
+            6.0 + LANE_SIZE + 4.0 + note_height + 6.0
+        } else {
+            0.0
+        };
         match key {
             LaneKey::Exposed => {
                 let rows_y = y + 4.0;
@@ -1434,11 +1440,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 }
                 let rows_h = EXPOSED_H;
                 y = rows_y + rows_h + 6.0;
-                let height = (y - lane_y).max(if wide {
-                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
-                } else {
-                    0.0
-                });
+                let height = (y - lane_y).max(min_height);
                 y = lane_y + height;
                 lanes.push(LaneBox {
                     key: *key,
@@ -1459,11 +1461,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                     m.y = rows_y + m.row as f64 * pitch;
                 }
                 y = rows_y + rows_h + 6.0;
-                let height = (y - lane_y).max(if wide {
-                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
-                } else {
-                    0.0
-                });
+                let height = (y - lane_y).max(min_height);
                 y = lane_y + height;
                 lanes.push(LaneBox {
                     key: *key,
@@ -1488,11 +1486,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                     }
                 }
                 y = rows_y + rows_h;
-                let height = (y - lane_y).max(if wide {
-                    6.0 + LANE_SIZE + 4.0 + note_height + 6.0
-                } else {
-                    0.0
-                });
+                let height = (y - lane_y).max(min_height);
                 y = lane_y + height;
                 lanes.push(LaneBox {
                     key: *key,
