@@ -2,8 +2,10 @@
 //! [`DumpError`] that names the node and the field out. Unknown keys are accepted.
 
 use crate::graph::NameTable;
+use crate::meta::{DumpText, Meta};
 use crate::value::{
     kind_of, skip_map, skip_seq, Context, DecodeError, DecodeScratch, Key, KeySeed, Kind, NodeRef,
+    ScanSeed,
     PyValue, Skip,
 };
 use indexmap::IndexMap;
@@ -61,7 +63,7 @@ pub struct Node {
     pub target: String,
     pub args: Vec<PyValue>,
     pub kwargs: crate::value::Dict,
-    pub meta: crate::value::Dict,
+    pub meta: Meta,
     /// Whether the result aliases an input without writing it; `None` when not recorded.
     pub alias: Option<bool>,
     /// `node.is_impure()` in the exporting PyTorch; `None` when not recorded.
@@ -118,7 +120,7 @@ impl Op {
 impl Node {
     /// `node.meta.get(key)`.
     pub fn meta(&self, key: &str) -> Option<&PyValue> {
-        lookup(&self.meta, key)
+        self.meta.get(key)
     }
 
     /// `node.meta.get(key)` when it is a `str`.
@@ -249,16 +251,32 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump, DumpError> {
 /// [`read_dump`], handing each node to `sink` as it is read. When reading fails, what the
 /// sink gathered is meaningless.
 pub fn read_dump_into(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
-    let inflated;
-    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        inflated = gunzip(bytes)?;
-        &inflated[..]
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        gunzip(bytes)?
+    } else {
+        bytes.to_vec()
+    };
+    read_text_into(text, sink)
+}
+
+/// [`read_dump_into`] for bytes the caller gives up, which then need no copy: the dump's text
+/// is kept, shared by the nodes' metadata, for the entries decoded on first use
+/// ([`crate::meta`]).
+pub fn read_owned_into(bytes: Vec<u8>, sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        gunzip(&bytes)?
     } else {
         bytes
     };
+    read_text_into(text, sink)
+}
+
+/// Reads the JSON text of a dump.
+fn read_text_into(text: Vec<u8>, sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
+    let text: DumpText = std::sync::Arc::new(text);
     // As `serde_json::from_slice`: the value, then nothing but whitespace.
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let document = Tolerant(DocumentWant(sink))
+    let mut deserializer = serde_json::Deserializer::from_slice(&text);
+    let document = Tolerant(DocumentWant { sink, text: &text })
         .deserialize(&mut deserializer)
         .and_then(|document| deserializer.end().map(|()| document))
         .map_err(|e| DumpError::Json {
@@ -270,6 +288,22 @@ pub fn read_dump_into(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, Dum
         Slot::Got(document) => read_top(document.top, document.nodes),
         Slot::Wrong(kind) => Err(not_an_object(kind.describe())),
         Slot::Missing => Err(not_an_object(Kind::Null.describe())),
+    }
+}
+
+/// Decodes a whole `meta` object from the text that starts with it (what follows the object
+/// is not read). The reader has checked the text; should it not parse, the result is empty.
+pub(crate) fn decode_meta_object(text: &[u8]) -> crate::value::Dict {
+    let scratch = DecodeScratch::default();
+    let mut deserializer = serde_json::Deserializer::from_slice(text);
+    match Tolerant(MetaWant {
+        scratch: &scratch,
+        text: None,
+    })
+    .deserialize(&mut deserializer)
+    {
+        Ok(Slot::Got((meta, _))) => meta.into_dict(),
+        _ => crate::value::Dict::new(),
     }
 }
 
@@ -547,7 +581,7 @@ fn read_nodes(items: Vec<J>) -> Result<(Vec<Node>, Vec<String>), DumpError> {
     let lookup = |name: &str| index.get(name).copied();
     for node in &mut nodes {
         let owner = node.name.clone();
-        for (key, value) in node.meta.iter_mut() {
+        for (key, value) in node.meta.decoded_values_mut() {
             resolve_meta_refs(value, &lookup, &mut |name| {
                 warnings.push(format!(
                     "node {owner:?}: meta[{key:?}] refers to node {name:?}, which is not in the dump"
@@ -759,7 +793,7 @@ fn read_node(i: usize, item: J, index: &dyn Fn(&str) -> Option<usize>) -> Result
         target,
         args,
         kwargs,
-        meta,
+        meta: Meta::from(meta),
         alias,
         impure,
         repr,
@@ -1021,30 +1055,84 @@ impl<'de> Want<'de> for KwargsWant<'_> {
     }
 }
 
-/// `meta`: an object of metadata values (`null` is absent), and how many node references
-/// they hold.
-struct MetaWant<'s>(&'s DecodeScratch);
+/// `meta`: an object of metadata values (`null` is absent), and how many node references its
+/// decoded entries hold. Given the dump's `text`, the entries [`crate::meta::decoded_on_read`]
+/// refuses are checked and left in the text; without it, every entry is decoded.
+struct MetaWant<'s> {
+    scratch: &'s DecodeScratch,
+    text: Option<&'s DumpText>,
+}
 
 impl<'de> Want<'de> for MetaWant<'_> {
-    type Out = (crate::value::Dict, usize);
+    type Out = (Meta, usize);
 
     fn null(self) -> Slot<Self::Out> {
-        Slot::Got((IndexMap::new(), 0))
+        Slot::Got((Meta::new(), 0))
     }
 
     fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
-        let scratch = self.0;
+        let scratch = self.scratch;
         let seed = scratch.seed(Context::Meta);
         let refs_before = scratch.meta_refs.get();
         let mark = scratch.entries_mark();
+        // Where the object starts in `text`, found from its first key.
+        let mut start = None;
+        let mut first = true;
+        // Whether an entry was left in the text, and whether one may hold a node reference.
+        let mut left = false;
+        let mut left_refs = false;
         while let Some(key) = map.next_key_seed(KeySeed)? {
-            let decoded = map.next_value_seed(seed)?;
-            // Metadata never fails to decode.
-            scratch.push_entry(Key::from(&*key), decoded.value.unwrap_or(PyValue::None));
+            if first {
+                first = false;
+                start = self.text.and_then(|text| object_start(text, &key));
+            }
+            if start.is_some() && !crate::meta::decoded_on_read(&key) {
+                left = true;
+                left_refs |= map.next_value_seed(ScanSeed)?;
+            } else {
+                let decoded = map.next_value_seed(seed)?;
+                // Metadata never fails to decode.
+                scratch.push_entry(Key::from(&*key), decoded.value.unwrap_or(PyValue::None));
+            }
         }
-        let out = scratch.take_map(mark);
-        Ok(Slot::Got((out, scratch.meta_refs.get() - refs_before)))
+        if let (true, Some(text), Some(start)) = (left_refs, self.text, start) {
+            // Decoded whole, so that its node references are resolved, and dangling ones
+            // reported, with the others.
+            scratch.truncate_entries(mark);
+            scratch.meta_refs.set(refs_before);
+            let mut again = serde_json::Deserializer::from_slice(&text[start..]);
+            let whole = MetaWant {
+                scratch,
+                text: None,
+            };
+            return match Tolerant(whole).deserialize(&mut again) {
+                Ok(Slot::Got(out)) => Ok(Slot::Got(out)),
+                // Not reached: the same text parsed a moment ago.
+                _ => Err(de::Error::custom("metadata that parsed once did not parse again")),
+            };
+        }
+        let entries = scratch.take_entries(mark);
+        let text = match (left, self.text, start) {
+            (true, Some(text), Some(start)) => Some((text.clone(), start)),
+            _ => None,
+        };
+        let refs = scratch.meta_refs.get() - refs_before;
+        Ok(Slot::Got((Meta::read(entries, text), refs)))
     }
+}
+
+/// The offset in `text` of the object whose first key is `key`, when the key was borrowed
+/// from `text` (it had no escapes): the `{` before its opening quote.
+fn object_start(text: &[u8], key: &Cow<'_, str>) -> Option<usize> {
+    let Cow::Borrowed(key) = key else {
+        return None;
+    };
+    let offset = (key.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let quote = offset.checked_sub(1).filter(|&q| text.get(q) == Some(&b'"'))?;
+    text[..quote]
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .filter(|&i| text[i] == b'{')
 }
 
 /// `repr` (`null` is absent).
@@ -1092,13 +1180,16 @@ struct RawNode<'de> {
     target: Slot<Cow<'de, str>>,
     args: Slot<Result<Vec<PyValue>, DecodeError>>,
     kwargs: Slot<RawKwargs>,
-    meta: Slot<(crate::value::Dict, usize)>,
+    meta: Slot<(Meta, usize)>,
     alias: Slot<Option<bool>>,
     impure: Slot<Option<bool>>,
     repr: Slot<Option<RawRepr<'de>>>,
 }
 
-struct NodeWant<'s>(&'s DecodeScratch);
+struct NodeWant<'s> {
+    scratch: &'s DecodeScratch,
+    text: &'s DumpText,
+}
 
 impl<'de> Want<'de> for NodeWant<'_> {
     type Out = RawNode<'de>;
@@ -1120,9 +1211,16 @@ impl<'de> Want<'de> for NodeWant<'_> {
                 "name" => node.name = map.next_value_seed(Tolerant(TextWant))?,
                 "op" => node.op = map.next_value_seed(Tolerant(TextWant))?,
                 "target" => node.target = map.next_value_seed(Tolerant(TextWant))?,
-                "args" => node.args = map.next_value_seed(Tolerant(ArgsWant(self.0)))?,
-                "kwargs" => node.kwargs = map.next_value_seed(Tolerant(KwargsWant(self.0)))?,
-                "meta" => node.meta = map.next_value_seed(Tolerant(MetaWant(self.0)))?,
+                "args" => node.args = map.next_value_seed(Tolerant(ArgsWant(self.scratch)))?,
+                "kwargs" => {
+                    node.kwargs = map.next_value_seed(Tolerant(KwargsWant(self.scratch)))?
+                }
+                "meta" => {
+                    node.meta = map.next_value_seed(Tolerant(MetaWant {
+                        scratch: self.scratch,
+                        text: Some(self.text),
+                    }))?
+                }
                 "alias" => node.alias = map.next_value_seed(Tolerant(FlagWant))?,
                 "impure" => node.impure = map.next_value_seed(Tolerant(FlagWant))?,
                 "repr" => node.repr = map.next_value_seed(Tolerant(ReprWant))?,
@@ -1149,7 +1247,10 @@ struct ParsedNodes {
     signature: crate::signature::SignatureHasher,
 }
 
-struct NodesWant<'s>(&'s mut dyn NodeSink);
+struct NodesWant<'s> {
+    sink: &'s mut dyn NodeSink,
+    text: &'s DumpText,
+}
 
 impl<'de> Want<'de> for NodesWant<'_> {
     type Out = ParsedNodes;
@@ -1163,9 +1264,13 @@ impl<'de> Want<'de> for NodesWant<'_> {
             signature: crate::signature::SignatureHasher::default(),
         };
         let scratch = DecodeScratch::default();
-        self.0.begin();
+        self.sink.begin();
         let mut i = 0;
-        while let Some(raw) = seq.next_element_seed(Tolerant(NodeWant(&scratch)))? {
+        let want = || NodeWant {
+            scratch: &scratch,
+            text: self.text,
+        };
+        while let Some(raw) = seq.next_element_seed(Tolerant(want()))? {
             let lookup = |name: &str| parsed.index.find(&parsed.nodes, name);
             match check_node(i, raw, &lookup) {
                 Ok((node, meta_refs)) => {
@@ -1189,7 +1294,7 @@ impl<'de> Want<'de> for NodesWant<'_> {
                             // metadata print as names, resolved or not).
                             let node = &parsed.nodes[i];
                             parsed.signature.add(node);
-                            self.0.node(i, node);
+                            self.sink.node(i, node);
                             if meta_refs > 0 {
                                 parsed.with_meta_refs.push(i);
                             }
@@ -1221,7 +1326,7 @@ impl ParsedNodes {
             let mut meta = std::mem::take(&mut nodes[i].meta);
             let lookup = |name: &str| self.index.find(&nodes, name);
             let owner = &nodes[i].name;
-            for (key, value) in meta.iter_mut() {
+            for (key, value) in meta.decoded_values_mut() {
                 resolve_meta_refs(value, &lookup, &mut |name| {
                     warnings.push(format!(
                         "node {owner:?}: meta[{key:?}] refers to node {name:?}, which is not in \
@@ -1241,7 +1346,10 @@ struct RawDocument {
     nodes: Option<NodesInput>,
 }
 
-struct DocumentWant<'s>(&'s mut dyn NodeSink);
+struct DocumentWant<'s> {
+    sink: &'s mut dyn NodeSink,
+    text: &'s DumpText,
+}
 
 impl<'de> Want<'de> for DocumentWant<'_> {
     type Out = RawDocument;
@@ -1255,7 +1363,10 @@ impl<'de> Want<'de> for DocumentWant<'_> {
             match key.as_ref() {
                 "nodes" => {
                     document.nodes = Some(
-                        match map.next_value_seed(Tolerant(NodesWant(&mut *self.0)))? {
+                        match map.next_value_seed(Tolerant(NodesWant {
+                            sink: &mut *self.sink,
+                            text: self.text,
+                        }))? {
                             Slot::Got(parsed) => NodesInput::Parsed(Box::new(parsed)),
                             Slot::Wrong(kind) => NodesInput::Wrong(kind.describe()),
                             Slot::Missing => NodesInput::Wrong(Kind::Null.describe()),
@@ -1395,7 +1506,7 @@ fn check_node<'de>(
         }
     }
     let (meta, meta_refs) = match raw.meta {
-        Slot::Missing => (IndexMap::new(), 0),
+        Slot::Missing => (Meta::new(), 0),
         Slot::Got(meta) => meta,
         Slot::Wrong(kind) => {
             return Err(err(

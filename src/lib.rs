@@ -12,6 +12,7 @@ pub mod graph;
 pub mod identity;
 pub mod input;
 pub mod key;
+pub mod meta;
 pub mod ops;
 pub mod planner;
 pub mod pyjson;

@@ -231,7 +231,7 @@ mod tests {
             target: target.into(),
             args,
             kwargs: Dict::default(),
-            meta: Dict::default(),
+            meta: Default::default(),
             alias: None,
             impure: None,
             repr: None,

@@ -66,7 +66,7 @@ impl SignatureHasher {
         }
         let mut metadata: Vec<(&str, &PyValue)> = node
             .meta
-            .iter()
+            .decoded_entries()
             .filter(|(k, _)| k.starts_with("fsdp_") || SIGNATURE_KEYS.contains(&k.as_str()))
             .map(|(k, v)| (k.as_str(), v))
             .collect();

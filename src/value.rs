@@ -755,6 +755,31 @@ impl DecodeScratch {
         self.entries.borrow_mut().push((key, value));
     }
 
+    /// Forgets the entries gathered since `mark`.
+    pub(crate) fn truncate_entries(&self, mark: usize) {
+        self.entries.borrow_mut().truncate(mark);
+    }
+
+    /// The entries gathered since `mark`, keys made unique as [`DecodeScratch::take_map`]
+    /// makes them.
+    pub(crate) fn take_entries(&self, mark: usize) -> Vec<(Key, PyValue)> {
+        let mut entries = self.entries.borrow_mut();
+        let count = entries.len() - mark;
+        if count > 16 {
+            // Through a map, so that many keys do not cost a scan each.
+            let map: Dict = entries.drain(mark..).collect();
+            return map.into_iter().collect();
+        }
+        let mut out: Vec<(Key, PyValue)> = Vec::with_capacity(count);
+        for (key, value) in entries.drain(mark..) {
+            match out.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, slot)) => *slot = value,
+                None => out.push((key, value)),
+            }
+        }
+        out
+    }
+
     /// The entries gathered since `mark` as a map: as a `serde_json::Map`, a repeated key keeps
     /// its first position and its last value.
     pub(crate) fn take_map(&self, mark: usize) -> Dict {
@@ -762,6 +787,74 @@ impl DecodeScratch {
         let mut map = IndexMap::with_capacity(entries.len() - mark);
         map.extend(entries.drain(mark..));
         map
+    }
+}
+
+/// Checks one metadata value as decoding it would (the per-value list limit; JSON syntax and
+/// nesting as the parser checks them) without keeping anything. Yields whether the value
+/// holds an object with a `"node"` key, that is, possibly a node reference.
+pub(crate) struct ScanSeed;
+
+impl<'de> de::DeserializeSeed<'de> for ScanSeed {
+    type Value = bool;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> de::Visitor<'de> for ScanSeed {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let mut refs = false;
+        let mut i = 0usize;
+        while let Some(item) = seq.next_element_seed(ScanSeed)? {
+            // Where and how `DecodeSeed::visit_seq` stops.
+            if i == MAX_LIST_LEN {
+                return Err(de::Error::custom(too_long_list()));
+            }
+            refs |= item;
+            i += 1;
+        }
+        Ok(refs)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut refs = false;
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            refs |= key == "node";
+            refs |= map.next_value_seed(ScanSeed)?;
+        }
+        Ok(refs)
     }
 }
 

@@ -254,13 +254,9 @@ fn memory_event(id: NodeId, node: &Node) -> Option<MemoryEvent> {
     })
 }
 
-/// `node.meta.get(key)` by a scan of the entries that compares lengths before text: the
-/// entries of a node are contiguous, the key strings are not, and most keys differ in length.
+/// `node.meta.get(key)`.
 pub(crate) fn meta_get<'a>(node: &'a Node, key: &str) -> Option<&'a PyValue> {
-    node.meta
-        .iter()
-        .find(|(k, _)| k.len() == key.len() && k.as_str() == key)
-        .map(|(_, v)| v)
+    node.meta.get(key)
 }
 
 /// Everything the classifier reads from one node's metadata, in one pass over its entries.
@@ -284,7 +280,7 @@ struct MetaView<'a> {
 impl<'a> MetaView<'a> {
     fn of(node: &'a Node) -> MetaView<'a> {
         let mut view = MetaView::default();
-        for (key, value) in &node.meta {
+        for (key, value) in node.meta.decoded_entries() {
             match key.len() {
                 6 if key == "custom" => {
                     view.custom_payload = value.as_dict().and_then(|c| c.get(PAYLOAD_KEY));
@@ -311,7 +307,7 @@ impl<'a> MetaView<'a> {
     /// Only the payload keys (for waits and coalesced getitems).
     fn payloads_of(node: &'a Node) -> MetaView<'a> {
         let mut view = MetaView::default();
-        for (key, value) in &node.meta {
+        for (key, value) in node.meta.decoded_entries() {
             match key.len() {
                 6 if key == "custom" => {
                     view.custom_payload = value.as_dict().and_then(|c| c.get(PAYLOAD_KEY));

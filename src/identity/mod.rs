@@ -19,7 +19,7 @@
 mod audit;
 mod classify;
 pub mod json;
-mod payload;
+pub(crate) mod payload;
 mod structure;
 mod transform;
 

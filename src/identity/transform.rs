@@ -74,7 +74,7 @@ pub fn read_provenance(node: &Node) -> Option<Provenance> {
                 .collect::<Vec<_>>()
         });
     let mut found: Option<Provenance> = None;
-    for (key, value) in &node.meta {
+    for (key, value) in node.meta.decoded_entries() {
         if key.starts_with("bucketing_")
             && key.ends_with("_sources")
             && !COPIED_MEMBER_META.contains(&key.as_str())

@@ -124,7 +124,7 @@ impl<'a> PlannerMeta<'a> {
     fn read(node: &'a Node) -> PlannerMeta<'a> {
         let mut meta = PlannerMeta::default();
         // A dump's keys are unique, so the first match is `meta.get(key)`.
-        for (key, value) in &node.meta {
+        for (key, value) in node.meta.decoded_entries() {
             let slot = match key.as_str() {
                 "param_name" => &mut meta.param_name,
                 "state_idx" => &mut meta.state_idx,

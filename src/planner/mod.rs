@@ -818,7 +818,7 @@ mod tests {
                 .all(|m| m.key == bucket.members[0].key));
             for member in &bucket.members {
                 let node = graph.node(member.launch);
-                let spec = lookup(&node.meta, "fsdp_bucket_spec")
+                let spec = node.meta("fsdp_bucket_spec")
                     .and_then(PyValue::as_dict)
                     .unwrap();
                 let key = &member.key;
@@ -837,7 +837,7 @@ mod tests {
                 );
                 assert_eq!(
                     key.kind.as_str(),
-                    lookup(&node.meta, "comm_type")
+                    node.meta("comm_type")
                         .and_then(PyValue::as_str)
                         .unwrap()
                 );

@@ -1,0 +1,339 @@
+//! [`Meta`]: a node's `meta`, decoded where commlens reads it and kept as JSON text elsewhere.
+//!
+//! Most of a node's metadata (`val`, `tensor_meta`, `stack_trace`, `original_aten`, ...) is
+//! never read by planning, classifying or drawing, yet decoded it was most of a read dump's
+//! memory. The reader decodes only the entries whose keys [`decoded_on_read`] accepts and keeps
+//! the position of the `meta` object in the dump's text; the rest is decoded, once, when
+//! something asks for it. Every check the reader makes on metadata still happens while it
+//! reads (the per-value list limit, the JSON syntax), and metadata holding a node reference
+//! outside the decoded keys is decoded whole at once, so its references are resolved and
+//! reported as before. What a reader of a `Meta` sees does not depend on which entries were
+//! decoded early: only what it costs does.
+
+use crate::key::Key;
+use crate::value::{Dict, PyValue};
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+/// Keys decoded while reading: what the planner, the graph's facts, the classifier and the
+/// graph signature read on every node (with [`decoded_on_read_prefix`]). Code that walks
+/// [`Meta::decoded_entries`] must look only for these.
+const DECODED_KEYS: &[&str] = &[
+    "comm_type",
+    "comm_group",
+    "param_name",
+    "state_idx",
+    "autograd_backward",
+    "custom",
+    "comm_semantics",
+    "recompute",
+    "from_node",
+    "partitioner_tag",
+    "ac_graph_id",
+    "desc",
+];
+
+/// Key prefixes decoded while reading (`fsdp_*` planner tags, `bucketing_*_sources`).
+const DECODED_PREFIXES: &[&str] = &["fsdp_", "bucketing_"];
+
+/// Whether the reader decodes the entry `key` as it reads (otherwise it is decoded on first
+/// use).
+pub fn decoded_on_read(key: &str) -> bool {
+    DECODED_KEYS.contains(&key) || decoded_on_read_prefix(key)
+}
+
+fn decoded_on_read_prefix(key: &str) -> bool {
+    DECODED_PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
+/// The text a dump was read from, shared by the metadata of its nodes.
+pub type DumpText = Arc<Vec<u8>>;
+
+/// Where a node's `meta` object starts in the dump's text.
+#[derive(Clone)]
+struct MetaText {
+    document: DumpText,
+    /// The offset of the object's `{`.
+    start: usize,
+}
+
+/// A node's `meta`: a Python `dict` with `str` keys, in insertion order. Read as a map with
+/// [`Meta::get`] and [`Meta::iter`]; equality and `Debug` are those of the whole map.
+#[derive(Clone, Default)]
+pub struct Meta {
+    /// With `text`: exactly the entries whose keys [`decoded_on_read`] accepts (and any
+    /// inserted since). Without: every entry. Keys are unique.
+    entries: Vec<(Key, PyValue)>,
+    /// The `meta` object in the dump, for the entries not in `entries`.
+    text: Option<MetaText>,
+    /// Every entry, decoded from `text` and overlaid with `entries`, on first need.
+    full: OnceLock<Box<Dict>>,
+}
+
+impl Meta {
+    /// Metadata whose every entry is decoded.
+    pub fn new() -> Meta {
+        Meta::default()
+    }
+
+    /// As read: `entries` (unique keys) are the decoded ones; with `text`, the rest are in
+    /// the object at `start` of `document`.
+    pub(crate) fn read(entries: Vec<(Key, PyValue)>, text: Option<(DumpText, usize)>) -> Meta {
+        Meta {
+            entries,
+            text: text.map(|(document, start)| MetaText { document, start }),
+            full: OnceLock::new(),
+        }
+    }
+
+    /// `meta.get(key)`.
+    pub fn get(&self, key: &str) -> Option<&PyValue> {
+        if self.text.is_none() || decoded_on_read(key) {
+            find(&self.entries, key)
+        } else {
+            self.full().get(key)
+        }
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The decoded entries: at least every entry whose key [`decoded_on_read`] accepts, in
+    /// order. For walks that look for such keys without decoding the rest.
+    pub fn decoded_entries(&self) -> impl Iterator<Item = (&Key, &PyValue)> {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    /// Every entry, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &PyValue)> {
+        let (decoded, full) = match self.text {
+            None => (Some(self.decoded_entries()), None),
+            Some(_) => (None, Some(self.full().iter())),
+        };
+        decoded.into_iter().flatten().chain(full.into_iter().flatten())
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
+        self.iter().map(|(k, _)| k)
+    }
+
+    pub fn len(&self) -> usize {
+        match self.text {
+            None => self.entries.len(),
+            Some(_) => self.full().len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        // Kept text always holds an entry that is not decoded.
+        self.text.is_none() && self.entries.is_empty()
+    }
+
+    /// The whole map, taken apart.
+    pub fn into_dict(self) -> Dict {
+        match self.text {
+            None => self.entries.into_iter().collect(),
+            Some(_) => self.to_dict(),
+        }
+    }
+
+    /// The whole map.
+    pub fn to_dict(&self) -> Dict {
+        self.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// `meta[key] = value`, returning the value it replaces.
+    pub fn insert(&mut self, key: Key, value: PyValue) -> Option<PyValue> {
+        self.prepare_to_change(&key);
+        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, slot)) => Some(std::mem::replace(slot, value)),
+            None => {
+                self.entries.push((key, value));
+                None
+            }
+        }
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut PyValue> {
+        self.prepare_to_change(key);
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    }
+
+    /// `meta.pop(key, None)`, keeping the order of the rest.
+    pub fn shift_remove(&mut self, key: &str) -> Option<PyValue> {
+        self.prepare_to_change(key);
+        let at = self.entries.iter().position(|(k, _)| k.as_str() == key)?;
+        Some(self.entries.remove(at).1)
+    }
+
+    /// The decoded entries' values, to resolve the node references they hold (the reader
+    /// decodes whole any metadata with references elsewhere).
+    pub(crate) fn decoded_values_mut(&mut self) -> impl Iterator<Item = (&Key, &mut PyValue)> {
+        self.full.take();
+        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
+    /// Before `key` changes: drop the cached whole map, and decode everything when `key` is
+    /// one of the entries still in the text.
+    fn prepare_to_change(&mut self, key: &str) {
+        if self.text.is_some() && !decoded_on_read(key) {
+            let full = self.full.take().unwrap_or_else(|| Box::new(self.decode_full()));
+            self.entries = full.into_iter().collect();
+            self.text = None;
+        }
+        self.full.take();
+    }
+
+    fn full(&self) -> &Dict {
+        self.full.get_or_init(|| Box::new(self.decode_full()))
+    }
+
+    /// Every entry: the text's, in its order, with the decoded keys' values taken from
+    /// `entries` (which may have changed since), then entries added since.
+    fn decode_full(&self) -> Dict {
+        let Some(text) = &self.text else {
+            return self.entries.iter().cloned().collect();
+        };
+        let from_text = crate::dump::decode_meta_object(&text.document[text.start..]);
+        let mut out = Dict::with_capacity(from_text.len());
+        for (key, value) in from_text {
+            if !decoded_on_read(&key) {
+                out.insert(key, value);
+            } else if let Some(value) = find(&self.entries, &key) {
+                out.insert(key, value.clone());
+            }
+        }
+        for (key, value) in &self.entries {
+            if !out.contains_key(key.as_str()) {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+        out
+    }
+}
+
+/// A scan that compares lengths before text: a node's entries are contiguous, their key
+/// strings inline, and most keys differ in length.
+fn find<'a>(entries: &'a [(Key, PyValue)], key: &str) -> Option<&'a PyValue> {
+    entries
+        .iter()
+        .find(|(k, _)| k.len() == key.len() && k.as_str() == key)
+        .map(|(_, v)| v)
+}
+
+impl From<Dict> for Meta {
+    fn from(dict: Dict) -> Meta {
+        Meta::read(dict.into_iter().collect(), None)
+    }
+}
+
+impl FromIterator<(Key, PyValue)> for Meta {
+    fn from_iter<I: IntoIterator<Item = (Key, PyValue)>>(entries: I) -> Meta {
+        Meta::from(entries.into_iter().collect::<Dict>())
+    }
+}
+
+impl PartialEq for Meta {
+    /// As `dict` equality: the same keys with equal values, in any order.
+    fn eq(&self, other: &Meta) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl fmt::Debug for Meta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> crate::dump::Dump {
+        crate::read_dump(text.as_bytes()).expect("dump")
+    }
+
+    const DUMP: &str = r#"{"format": "commlens.graph", "version": 1, "nodes": [
+        {"name": "x", "op": "placeholder", "target": "x",
+         "meta": {"val": {"tensor": {"shape": [4], "dtype": "torch.float32", "device": "cpu"}},
+                  "param_name": "w", "stack_trace": "File a.py", "state_idx": 0}},
+        {"name": "y", "op": "call_function", "target": "aten.relu.default", "args": [{"node": "x"}],
+         "meta": {"seq_nr": 3, "wait_for": {"node": "x"}}},
+        {"name": "z", "op": "call_function", "target": "aten.relu.default", "args": [{"node": "y"}],
+         "meta": {"comm_type": "fsdp_all_gather", "note": {"node": "gone"}}},
+        {"name": "output", "op": "output", "target": "output", "args": [{"node": "z"}]}
+    ]}"#;
+
+    #[test]
+    fn undecoded_entries_read_as_decoded_ones() {
+        let dump = read(DUMP);
+        let meta = &dump.nodes[0].meta;
+        assert!(meta.text.is_some(), "the undecoded keys stay text");
+        assert_eq!(meta.entries.len(), 2, "param_name and state_idx decoded");
+        let keys: Vec<&str> = meta.keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, ["val", "param_name", "stack_trace", "state_idx"]);
+        assert_eq!(meta.get("stack_trace"), Some(&PyValue::Str("File a.py".into())));
+        assert!(matches!(meta.get("val"), Some(PyValue::Tensor(_))));
+        assert_eq!(meta.len(), 4);
+        let eager = Meta::from(meta.to_dict());
+        assert_eq!(&eager, meta);
+        assert_eq!(format!("{eager:?}"), format!("{meta:?}"));
+    }
+
+    #[test]
+    fn references_outside_the_decoded_keys_are_resolved_and_reported() {
+        let dump = read(DUMP);
+        // `wait_for` holds a reference: the whole metadata is decoded and resolved.
+        let y = &dump.nodes[1].meta;
+        assert!(y.text.is_none());
+        assert!(matches!(y.get("wait_for"), Some(PyValue::Node(r)) if r.index == Some(0)));
+        assert_eq!(dump.warnings.len(), 1, "{:?}", dump.warnings);
+        assert!(dump.warnings[0].contains("\"gone\""), "{:?}", dump.warnings);
+    }
+
+    #[test]
+    fn changes_keep_order_and_survive_the_text() {
+        let dump = read(DUMP);
+        let mut meta = dump.nodes[0].meta.clone();
+        assert_eq!(meta.insert(Key::new("param_name"), PyValue::Int(1)), Some(PyValue::Str("w".into())));
+        meta.insert(Key::new("comm_type"), PyValue::Str("c".into()));
+        assert!(meta.text.is_some(), "a decoded key changes in place");
+        let keys: Vec<&str> = meta.keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, ["val", "param_name", "stack_trace", "state_idx", "comm_type"]);
+        assert_eq!(meta.get("param_name"), Some(&PyValue::Int(1)));
+        assert_eq!(meta.shift_remove("state_idx"), Some(PyValue::Int(0)));
+        assert_eq!(meta.len(), 4);
+        assert_eq!(meta.shift_remove("stack_trace"), Some(PyValue::Str("File a.py".into())));
+        assert!(meta.text.is_none(), "an undecoded key's change decodes everything");
+        let keys: Vec<&str> = meta.keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, ["val", "param_name", "comm_type"]);
+    }
+
+    #[test]
+    fn the_walks_over_decoded_entries_look_for_decoded_keys() {
+        // The keys that `classify`, `candidates`, the signature and the transform audit find
+        // by walking `decoded_entries`.
+        for key in [
+            "custom",
+            "comm_type",
+            "recompute",
+            "from_node",
+            "comm_semantics",
+            "autograd_backward",
+            "fsdp_bucket_members",
+            "fsdp_bucket_spec",
+            "bucketing_all_gather_sources",
+            "param_name",
+            "state_idx",
+            "comm_group",
+        ] {
+            assert!(decoded_on_read(key), "{key}");
+        }
+        assert_eq!(crate::identity::payload::FALLBACK_KEY, "comm_semantics");
+    }
+}
