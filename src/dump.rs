@@ -5,8 +5,7 @@ use crate::graph::NameTable;
 use crate::meta::{DumpText, Meta};
 use crate::value::{
     kind_of, skip_map, skip_seq, Context, DecodeError, DecodeScratch, Key, KeySeed, Kind, NodeRef,
-    ScanSeed,
-    PyValue, Skip,
+    PyValue, ScanSeed, Skip,
 };
 use indexmap::IndexMap;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -269,6 +268,14 @@ pub fn read_owned_into(bytes: Vec<u8>, sink: &mut dyn NodeSink) -> Result<Dump, 
         bytes
     };
     read_text_into(text, sink)
+}
+
+/// [`read_dump_into`], or [`read_owned_into`] when the bytes are owned.
+pub fn read_cow_into(bytes: Cow<'_, [u8]>, sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
+    match bytes {
+        Cow::Borrowed(bytes) => read_dump_into(bytes, sink),
+        Cow::Owned(bytes) => read_owned_into(bytes, sink),
+    }
 }
 
 /// Reads the JSON text of a dump.
@@ -1108,7 +1115,9 @@ impl<'de> Want<'de> for MetaWant<'_> {
             return match Tolerant(whole).deserialize(&mut again) {
                 Ok(Slot::Got(out)) => Ok(Slot::Got(out)),
                 // Not reached: the same text parsed a moment ago.
-                _ => Err(de::Error::custom("metadata that parsed once did not parse again")),
+                _ => Err(de::Error::custom(
+                    "metadata that parsed once did not parse again",
+                )),
             };
         }
         let entries = scratch.take_entries(mark);
@@ -1122,13 +1131,15 @@ impl<'de> Want<'de> for MetaWant<'_> {
 }
 
 /// The offset in `text` of the object whose first key is `key`, when the key was borrowed
-/// from `text` (it had no escapes): the `{` before its opening quote.
-fn object_start(text: &[u8], key: &Cow<'_, str>) -> Option<usize> {
-    let Cow::Borrowed(key) = key else {
-        return None;
-    };
-    let offset = (key.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-    let quote = offset.checked_sub(1).filter(|&q| text.get(q) == Some(&b'"'))?;
+/// from `text` (it had no escapes; a copy lies outside `text`'s allocation): the `{` before
+/// its opening quote.
+fn object_start(text: &[u8], key: &str) -> Option<usize> {
+    let offset = (key.as_ptr() as usize)
+        .checked_sub(text.as_ptr() as usize)
+        .filter(|&offset| offset <= text.len())?;
+    let quote = offset
+        .checked_sub(1)
+        .filter(|&q| text.get(q) == Some(&b'"'))?;
     text[..quote]
         .iter()
         .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))

@@ -258,12 +258,15 @@ impl From<TraceLogError> for InputError {
 }
 
 /// The bytes decompressed (gzip is recognised by its magic bytes), and what they are.
-pub fn detect(bytes: &[u8]) -> Result<(Format, Cow<'_, [u8]>), InputError> {
+/// Bytes may be given borrowed or owned (`&[u8]`, `&Vec<u8>`, `Vec<u8>`); owned bytes of a
+/// plain dump are read in place, borrowed ones are copied (the reader keeps the dump's text).
+pub fn detect<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<(Format, Cow<'a, [u8]>), InputError> {
+    let bytes = bytes.into();
     check_size(bytes.len() as u64).map_err(InputError::TooLarge)?;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        Cow::Owned(dump::gunzip(bytes)?)
+        Cow::Owned(dump::gunzip(&bytes)?)
     } else {
-        Cow::Borrowed(bytes)
+        bytes
     };
     let format = if tracelog::looks_like_trace_log(&bytes) {
         Format::TraceLog
@@ -275,12 +278,12 @@ pub fn detect(bytes: &[u8]) -> Result<(Format, Cow<'_, [u8]>), InputError> {
 
 /// Reads the chosen graph as a dump. For a trace log, `warnings` holds what the log could
 /// not say (group ranks, cut annotations).
-pub fn read(bytes: &[u8], graph: Option<usize>) -> Result<Dump, InputError> {
+pub fn read<'a>(bytes: impl Into<Cow<'a, [u8]>>, graph: Option<usize>) -> Result<Dump, InputError> {
     let (format, bytes) = detect(bytes)?;
     match format {
         Format::Dump => {
             check_dump_choice(graph)?;
-            Ok(dump::read_dump(&bytes)?)
+            Ok(dump::read_cow_into(bytes, &mut ())?)
         }
         Format::TraceLog => {
             let log = TraceLog::scan(&bytes);
@@ -291,21 +294,27 @@ pub fn read(bytes: &[u8], graph: Option<usize>) -> Result<Dump, InputError> {
 }
 
 /// [`read`], then the graph's structure.
-pub fn read_graph(bytes: &[u8], graph: Option<usize>) -> Result<Graph, InputError> {
+pub fn read_graph<'a>(
+    bytes: impl Into<Cow<'a, [u8]>>,
+    graph: Option<usize>,
+) -> Result<Graph, InputError> {
     Ok(Graph::new(read(bytes, graph)?))
 }
 
 /// Reads the chosen graph prepared for planning. A dump is read in one pass
 /// (`planner::read_prepared`); a trace log's graph is read, then prepared.
-pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
-    bytes: &[u8],
+pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(
+    bytes: impl Into<Cow<'a, [u8]>>,
     graph: Option<usize>,
 ) -> Result<Planner<G>, InputError> {
     let (format, bytes) = detect(bytes)?;
     match format {
         Format::Dump => {
             check_dump_choice(graph)?;
-            Ok(crate::planner::read_prepared(&bytes)?)
+            Ok(crate::planner::prepare_while_reading(
+                |sink| dump::read_cow_into(bytes, sink),
+                &mut (),
+            )?)
         }
         Format::TraceLog => {
             let log = TraceLog::scan(&bytes);
@@ -345,11 +354,11 @@ pub fn read_prepared<G: Borrow<Graph> + From<Graph>>(
 
 /// The graphs the input holds: every post-grad graph of a trace log (an unreadable one with
 /// its error), or the one graph of a dump.
-pub fn graphs(bytes: &[u8]) -> Result<Vec<GraphSummary>, InputError> {
+pub fn graphs<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<Vec<GraphSummary>, InputError> {
     let (format, bytes) = detect(bytes)?;
     match format {
         Format::Dump => {
-            let dump = dump::read_dump(&bytes)?;
+            let dump = dump::read_cow_into(bytes, &mut ())?;
             let collectives = dump
                 .nodes
                 .iter()

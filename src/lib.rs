@@ -179,8 +179,8 @@ pub fn plan_json_with(
 
 /// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
 /// own arguments), its FSDP tags taken as `mode` says.
-pub fn read_and_plan_with(
-    input: &[u8],
+pub fn read_and_plan_with<'a>(
+    input: impl Into<std::borrow::Cow<'a, [u8]>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
     mode: TagMode,
@@ -253,8 +253,8 @@ pub fn untagged_note(graph: &Graph) -> Option<String> {
 
 /// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
 /// own arguments).
-pub fn read_and_plan(
-    input: &[u8],
+pub fn read_and_plan<'a>(
+    input: impl Into<std::borrow::Cow<'a, [u8]>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
 ) -> Result<(Graph, BucketPlan), PlanFailure> {
@@ -273,8 +273,8 @@ pub fn read_and_plan(
 /// ([`read_and_plan_with`], tags as `mode` says), then costed on `hardware`, the graph as it
 /// is and with the plan. The report carries what the plan's tags rest on (derived from roles,
 /// or why an untagged graph planned to nothing).
-pub fn cost_report(
-    input: &[u8],
+pub fn cost_report<'a>(
+    input: impl Into<std::borrow::Cow<'a, [u8]>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
     mode: TagMode,

@@ -111,7 +111,10 @@ impl Meta {
             None => (Some(self.decoded_entries()), None),
             Some(_) => (None, Some(self.full().iter())),
         };
-        decoded.into_iter().flatten().chain(full.into_iter().flatten())
+        decoded
+            .into_iter()
+            .flatten()
+            .chain(full.into_iter().flatten())
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
@@ -181,7 +184,10 @@ impl Meta {
     /// one of the entries still in the text.
     fn prepare_to_change(&mut self, key: &str) {
         if self.text.is_some() && !decoded_on_read(key) {
-            let full = self.full.take().unwrap_or_else(|| Box::new(self.decode_full()));
+            let full = self
+                .full
+                .take()
+                .unwrap_or_else(|| Box::new(self.decode_full()));
             self.entries = full.into_iter().collect();
             self.text = None;
         }
@@ -277,7 +283,10 @@ mod tests {
         assert_eq!(meta.entries.len(), 2, "param_name and state_idx decoded");
         let keys: Vec<&str> = meta.keys().map(|k| k.as_str()).collect();
         assert_eq!(keys, ["val", "param_name", "stack_trace", "state_idx"]);
-        assert_eq!(meta.get("stack_trace"), Some(&PyValue::Str("File a.py".into())));
+        assert_eq!(
+            meta.get("stack_trace"),
+            Some(&PyValue::Str("File a.py".into()))
+        );
         assert!(matches!(meta.get("val"), Some(PyValue::Tensor(_))));
         assert_eq!(meta.len(), 4);
         let eager = Meta::from(meta.to_dict());
@@ -300,16 +309,28 @@ mod tests {
     fn changes_keep_order_and_survive_the_text() {
         let dump = read(DUMP);
         let mut meta = dump.nodes[0].meta.clone();
-        assert_eq!(meta.insert(Key::new("param_name"), PyValue::Int(1)), Some(PyValue::Str("w".into())));
+        assert_eq!(
+            meta.insert(Key::new("param_name"), PyValue::Int(1)),
+            Some(PyValue::Str("w".into()))
+        );
         meta.insert(Key::new("comm_type"), PyValue::Str("c".into()));
         assert!(meta.text.is_some(), "a decoded key changes in place");
         let keys: Vec<&str> = meta.keys().map(|k| k.as_str()).collect();
-        assert_eq!(keys, ["val", "param_name", "stack_trace", "state_idx", "comm_type"]);
+        assert_eq!(
+            keys,
+            ["val", "param_name", "stack_trace", "state_idx", "comm_type"]
+        );
         assert_eq!(meta.get("param_name"), Some(&PyValue::Int(1)));
         assert_eq!(meta.shift_remove("state_idx"), Some(PyValue::Int(0)));
         assert_eq!(meta.len(), 4);
-        assert_eq!(meta.shift_remove("stack_trace"), Some(PyValue::Str("File a.py".into())));
-        assert!(meta.text.is_none(), "an undecoded key's change decodes everything");
+        assert_eq!(
+            meta.shift_remove("stack_trace"),
+            Some(PyValue::Str("File a.py".into()))
+        );
+        assert!(
+            meta.text.is_none(),
+            "an undecoded key's change decodes everything"
+        );
         let keys: Vec<&str> = meta.keys().map(|k| k.as_str()).collect();
         assert_eq!(keys, ["val", "param_name", "comm_type"]);
     }

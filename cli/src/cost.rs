@@ -121,7 +121,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let dump_bytes = read_file(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
     let report = commlens::cost_report(
-        &dump_bytes,
+        dump_bytes,
         args.choice.graph,
         args_bytes.as_deref(),
         args.tags,

@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let dump_bytes = read_file(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
     let planned = commlens::read_and_plan_with(
-        &dump_bytes,
+        dump_bytes,
         args.choice.graph,
         args_bytes.as_deref(),
         args.tags,
@@ -61,6 +61,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Format::Text => planned.to_text(),
     };
     write_output(args.out.as_deref(), &report)?;
-    keep_until_exit((dump_bytes, planned, report));
+    keep_until_exit((planned, report));
     Ok(ExitCode::SUCCESS)
 }

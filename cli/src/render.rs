@@ -51,7 +51,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Some(p) => Some(commlens::parse_args_json(&read_file(p)?).map_err(CliError::Failed)?),
         None => None,
     };
-    let graph = commlens::input::read_graph(&bytes, args.choice.graph)
+    let graph = commlens::input::read_graph(bytes, args.choice.graph)
         .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
     print_notes(&args.dump, &graph.dump.warnings);
     let graph = match args.tags {
@@ -112,6 +112,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             &timeline::chrome_trace_with(&input, Some(&recorded)),
         )?;
     }
-    keep_until_exit((bytes, graph, plan, collectives, input, scene, svg));
+    keep_until_exit((graph, plan, collectives, input, scene, svg));
     Ok(ExitCode::SUCCESS)
 }

@@ -19,7 +19,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let bytes = read_file(&args.dump)?;
-    let graph = commlens::input::read_graph(&bytes, args.choice.graph)
+    let graph = commlens::input::read_graph(bytes, args.choice.graph)
         .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
     print_notes(&args.dump, &graph.dump.warnings);
     let report = RolesReport::new(graph);
@@ -29,6 +29,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         report.to_text()
     };
     write_output(None, &text)?;
-    keep_until_exit((bytes, report, text));
+    keep_until_exit((report, text));
     Ok(ExitCode::SUCCESS)
 }

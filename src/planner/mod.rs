@@ -818,7 +818,8 @@ mod tests {
                 .all(|m| m.key == bucket.members[0].key));
             for member in &bucket.members {
                 let node = graph.node(member.launch);
-                let spec = node.meta("fsdp_bucket_spec")
+                let spec = node
+                    .meta("fsdp_bucket_spec")
                     .and_then(PyValue::as_dict)
                     .unwrap();
                 let key = &member.key;
@@ -837,9 +838,7 @@ mod tests {
                 );
                 assert_eq!(
                     key.kind.as_str(),
-                    node.meta("comm_type")
-                        .and_then(PyValue::as_str)
-                        .unwrap()
+                    node.meta("comm_type").and_then(PyValue::as_str).unwrap()
                 );
                 assert_eq!(key.backward, graph.facts(member.launch).backward);
                 // The synthetic dump plans one module group per layer.
