@@ -90,6 +90,49 @@ fn write_value(out: &mut String, value: &PyValue, indent: Option<usize>, level: 
     }
 }
 
+/// `json.dumps` of a list whose items are made one at a time, so the whole list is never held:
+/// what [`write_value`] writes for a `PyValue::List` of them, at `level` with `indent` (`None`
+/// for [`dumps`]'s layout). `flush` sees the text after each item (a digest takes it away).
+pub fn write_list_of(
+    out: &mut String,
+    items: impl IntoIterator<Item = PyValue>,
+    indent: Option<usize>,
+    level: usize,
+    flush: &mut dyn FnMut(&mut String),
+) {
+    let item_separator = if indent.is_some() { "," } else { ", " };
+    let mut any = false;
+    for item in items {
+        out.push_str(if any { item_separator } else { "[" });
+        any = true;
+        newline(out, indent, level + 1);
+        write_value(out, &item, indent, level + 1);
+        flush(out);
+    }
+    if !any {
+        out.push_str("[]");
+        return;
+    }
+    newline(out, indent, level);
+    out.push(']');
+}
+
+/// [`write_value`] at `level` of the indented layout ([`dumps_indented`]'s).
+pub fn write_indented(out: &mut String, value: &PyValue, level: usize) {
+    write_value(out, value, Some(1), level);
+}
+
+/// The start of an entry of an indented object at `level`: the separator after the previous
+/// entry (unless `first`), the line break, the key.
+pub fn write_indented_key(out: &mut String, key: &str, first: bool, level: usize) {
+    if !first {
+        out.push(',');
+    }
+    newline(out, Some(1), level + 1);
+    write_string(out, key);
+    out.push_str(": ");
+}
+
 /// A dict given as entries, written with sorted keys (`json.dumps(dict(entries),
 /// sort_keys=True)`); the entries are sorted in place.
 pub fn write_dict_entries(out: &mut String, entries: &mut [(&str, &PyValue)]) {

@@ -86,44 +86,81 @@ pub fn describe_bucket(bucket: &Bucket) -> PyValue {
 }
 
 /// `BucketPlan.group_digest(group)`: layout and order for one process group, without
-/// rank-local device indices.
+/// rank-local device indices. The JSON is hashed as it is written, a bucket at a time.
 pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
-    let layouts: Vec<PyValue> = plan
-        .buckets
-        .iter()
-        .filter(|b| b.members.first().is_some_and(|m| &*m.key.group == group))
-        .map(|b| PyValue::List(b.members.iter().map(describe_candidate).collect()))
-        .collect();
-    let wire = plan
-        .wire_collectives
-        .get(group)
-        .map(|records| PyValue::List(records.iter().map(|r| r.to_value(graph)).collect()))
-        .unwrap_or(PyValue::List(Vec::new()));
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut flush = |text: &mut String| {
+        if text.len() >= 1 << 15 {
+            hasher.update(text.as_bytes());
+            text.clear();
+        }
+    };
+    let mut text = String::with_capacity(1 << 16);
     let ranks = plan
         .group_ranks
         .get(group)
         .map(|r| int_list(r))
         .unwrap_or(PyValue::None);
-    pyjson::digest(&PyValue::List(vec![ranks, PyValue::List(layouts), wire]))
+    // `[ranks, layouts, wire]` as `pyjson::dumps` writes it.
+    text.push('[');
+    text.push_str(&pyjson::dumps(&ranks));
+    text.push_str(", ");
+    let layouts = plan
+        .buckets
+        .iter()
+        .filter(|b| b.members.first().is_some_and(|m| &*m.key.group == group))
+        .map(|b| PyValue::List(b.members.iter().map(describe_candidate).collect()));
+    pyjson::write_list_of(&mut text, layouts, None, 0, &mut flush);
+    text.push_str(", ");
+    let records = plan
+        .wire_collectives
+        .get(group)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    pyjson::write_list_of(
+        &mut text,
+        records.iter().map(|r| r.to_value(graph)),
+        None,
+        0,
+        &mut flush,
+    );
+    text.push(']');
+    hasher.update(text.as_bytes());
+    pyjson::hex(&hasher.finalize())
+}
+
+/// One decision of `BucketPlan.to_dict()`, with node names.
+fn describe_decision(d: &super::Decision, graph: &Graph) -> PyValue {
+    let name = |id: usize| PyValue::Str(graph.node(id).name.clone());
+    let mut map = IndexMap::new();
+    map.insert(Key::from("node"), name(d.node));
+    if let Some(previous) = d.previous_node {
+        map.insert(Key::from("previous_node"), name(previous));
+    }
+    map.insert(Key::from("action"), PyValue::Str(d.action.as_str().into()));
+    map.insert(Key::from("reason"), PyValue::Str(d.reason.as_str().into()));
+    PyValue::Dict(Box::new(map))
 }
 
 /// `BucketPlan.to_dict()` with node names for decisions.
 pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
-    let name = |id: usize| PyValue::Str(graph.node(id).name.clone());
-    let decisions = plan
-        .decisions
-        .iter()
-        .map(|d| {
-            let mut map = IndexMap::new();
-            map.insert(Key::from("node"), name(d.node));
-            if let Some(previous) = d.previous_node {
-                map.insert(Key::from("previous_node"), name(previous));
-            }
-            map.insert(Key::from("action"), PyValue::Str(d.action.as_str().into()));
-            map.insert(Key::from("reason"), PyValue::Str(d.reason.as_str().into()));
-            PyValue::Dict(Box::new(map))
-        })
-        .collect();
+    let mut value = plan_to_value_without_lists(plan, graph);
+    if let PyValue::Dict(map) = &mut value {
+        let buckets = plan.buckets.iter().map(describe_bucket).collect();
+        let decisions = plan
+            .decisions
+            .iter()
+            .map(|d| describe_decision(d, graph))
+            .collect();
+        map.insert(Key::from("buckets"), PyValue::List(buckets));
+        map.insert(Key::from("decisions"), PyValue::List(decisions));
+    }
+    value
+}
+
+/// [`plan_to_value`] without its two long lists, `buckets` and `decisions`.
+fn plan_to_value_without_lists(plan: &BucketPlan, graph: &Graph) -> PyValue {
     let summary = &plan.summary;
     let reason_counts = PyValue::Dict(
         summary
@@ -188,11 +225,6 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
             .into(),
     );
     dict([
-        (
-            "buckets",
-            PyValue::List(plan.buckets.iter().map(describe_bucket).collect()),
-        ),
-        ("decisions", PyValue::List(decisions)),
         ("summary", summary_value),
         ("signature", PyValue::Str(plan.signature.clone())),
         ("module_bucket_plans", module_bucket_plans),
@@ -202,11 +234,40 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
 }
 
 /// The report as the CLI prints it: `json.dumps(to_dict(), indent=1, sort_keys=True)` and a
-/// newline, the layout of the conformance corpus's `plan.json`.
+/// newline, the layout of the conformance corpus's `plan.json`. Written a bucket and a
+/// decision at a time: the whole [`plan_to_value`] of a large plan takes several times the
+/// report's size.
 pub fn plan_to_json(plan: &BucketPlan, graph: &Graph) -> String {
-    let mut text = pyjson::dumps_indented(&plan_to_value(plan, graph));
-    text.push('\n');
-    text
+    let PyValue::Dict(mut top) = plan_to_value_without_lists(plan, graph) else {
+        unreachable!("plan_to_value_without_lists returns a dict")
+    };
+    top.insert(Key::from("buckets"), PyValue::None);
+    top.insert(Key::from("decisions"), PyValue::None);
+    top.sort_unstable_keys();
+    let mut out = String::with_capacity(plan.buckets.len() * 1024 + plan.decisions.len() * 128);
+    out.push('{');
+    for (i, (key, value)) in top.iter().enumerate() {
+        pyjson::write_indented_key(&mut out, key, i == 0, 0);
+        match key.as_str() {
+            "buckets" => pyjson::write_list_of(
+                &mut out,
+                plan.buckets.iter().map(describe_bucket),
+                Some(1),
+                1,
+                &mut |_| {},
+            ),
+            "decisions" => pyjson::write_list_of(
+                &mut out,
+                plan.decisions.iter().map(|d| describe_decision(d, graph)),
+                Some(1),
+                1,
+                &mut |_| {},
+            ),
+            _ => pyjson::write_indented(&mut out, value, 1),
+        }
+    }
+    out.push_str("\n}\n");
+    out
 }
 
 pub use crate::signature::{graph_signature, python_strings, SignatureHasher};
@@ -288,4 +349,57 @@ fn plan_to_text_unescaped(plan: &BucketPlan, graph: &Graph) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{synthetic_dump, SynthSpec};
+
+    /// The report and digests written piece by piece equal those of the whole value.
+    #[test]
+    fn streamed_report_and_digests_equal_the_whole_value() {
+        for nodes in [300, 5000] {
+            let text = synthetic_dump(SynthSpec::with_nodes(nodes));
+            let (graph, plan) = crate::read_and_plan(text.as_bytes(), None, None).unwrap();
+            assert!(!plan.buckets.is_empty() && !plan.decisions.is_empty());
+            let whole = plan_to_value(&plan, &graph);
+            assert_eq!(
+                plan_to_json(&plan, &graph),
+                pyjson::dumps_indented(&whole) + "\n"
+            );
+            for group in plan.group_ranks.keys() {
+                let layouts: Vec<PyValue> = plan
+                    .buckets
+                    .iter()
+                    .filter(|b| b.members.first().is_some_and(|m| &*m.key.group == group))
+                    .map(|b| PyValue::List(b.members.iter().map(describe_candidate).collect()))
+                    .collect();
+                let wire = plan
+                    .wire_collectives
+                    .get(group)
+                    .map_or(Vec::new(), |records| {
+                        records.iter().map(|r| r.to_value(&graph)).collect()
+                    });
+                let ranks = plan
+                    .group_ranks
+                    .get(group)
+                    .map_or(PyValue::None, |r| int_list(r));
+                let value = PyValue::List(vec![ranks, PyValue::List(layouts), PyValue::List(wire)]);
+                assert_eq!(group_digest(&plan, &graph, group), pyjson::digest(&value));
+            }
+        }
+        // No buckets, no decisions: the empty lists as `json.dumps` writes them.
+        let text = synthetic_dump(SynthSpec::with_nodes(300));
+        let (graph, plan) = crate::read_and_plan(text.as_bytes(), None, None).unwrap();
+        let empty = BucketPlan {
+            buckets: Vec::new(),
+            decisions: Vec::new(),
+            ..plan
+        };
+        assert_eq!(
+            plan_to_json(&empty, &graph),
+            pyjson::dumps_indented(&plan_to_value(&empty, &graph)) + "\n"
+        );
+    }
 }
