@@ -1274,6 +1274,10 @@ impl<'de> Want<'de> for NodesWant<'_> {
             with_meta_refs: Vec::new(),
             signature: crate::signature::SignatureHasher::default(),
         };
+        // Room for as many nodes as the text could hold at about 384 bytes of JSON each (real
+        // dumps take more): the vector of a large graph is then not copied as it grows, and
+        // the room it does not use is never touched. Without the room, it grows.
+        let _ = parsed.nodes.try_reserve(self.text.len() / 384);
         let scratch = DecodeScratch::default();
         self.sink.begin();
         let mut i = 0;

@@ -25,7 +25,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn model(path: &Path, hardware: Hardware) -> (Graph, commlens::BucketPlan, CostModel) {
-    let (graph, plan) = read_and_plan(&common::read(path), None, None)
+    let (graph, plan) = read_and_plan(common::read(path), None, None)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let model = CostModel::new(&graph, hardware, &plan.group_ranks);
     (graph, plan, model)
@@ -332,7 +332,7 @@ fn snapshots() {
     let mut failures = Vec::new();
     for (name, path, gpu) in cases {
         let report: CostReport = commlens::cost_report(
-            &common::read(&path),
+            common::read(&path),
             None,
             None,
             TagMode::Dump,
@@ -354,7 +354,7 @@ fn snapshots() {
 #[test]
 fn json_keys_are_stable() {
     let report = commlens::cost_report(
-        &common::read(&fixture("overlap.json")),
+        common::read(&fixture("overlap.json")),
         None,
         None,
         TagMode::Dump,
@@ -387,7 +387,7 @@ fn json_keys_are_stable() {
         ["step_us", "compute_us", "comm_us", "exposed_comm_us"]
     );
     let mlp = commlens::cost_report(
-        &common::read(&root().join("examples/mlp_fsdp.json")),
+        common::read(&root().join("examples/mlp_fsdp.json")),
         None,
         None,
         TagMode::Dump,

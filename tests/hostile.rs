@@ -209,7 +209,7 @@ fn argument_objects_have_exactly_one_known_key() {
     // Metadata keeps dicts (and empty ones).
     let mut dump = base();
     dump["nodes"][4]["meta"]["d"] = json!({"a": {}, "b": {"node": "x", "y": 1}});
-    assert!(input::read(&bytes(&dump), None).is_ok());
+    assert!(input::read(bytes(&dump), None).is_ok());
 }
 
 // Finding 6: U+FFFE/U+FFFF (and other characters XML forbids) were written into the SVG.

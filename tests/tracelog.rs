@@ -391,7 +391,7 @@ fn one_pass_preparation_plans_as_two_passes() {
     }
     // A renamed placeholder is read under its new name.
     let renamed = input::read(
-        &common::read(&fixtures().join("errors/ok_placeholder_rename.log")),
+        common::read(&fixtures().join("errors/ok_placeholder_rename.log")),
         None,
     )
     .unwrap();

@@ -336,7 +336,8 @@ pub fn read_input(bytes: &[u8], choice: Option<usize>) -> Result<ReadInput, Stri
     let (format, plain) = commlens::input::detect(bytes).map_err(|e| e.to_string())?;
     match format {
         Format::Dump => Ok(ReadInput {
-            planner: commlens::input::read_prepared(&plain, None).map_err(|e| e.to_string())?,
+            // Handed over, so that gunzipped text is not copied.
+            planner: commlens::input::read_prepared(plain, None).map_err(|e| e.to_string())?,
             log: None,
             notice: choice
                 .filter(|k| *k != 0)
@@ -344,7 +345,7 @@ pub fn read_input(bytes: &[u8], choice: Option<usize>) -> Result<ReadInput, Stri
         }),
         Format::TraceLog => {
             // A log without post-grad graphs fails here, saying what it holds.
-            let graphs = commlens::input::graphs(&plain).map_err(|e| e.to_string())?;
+            let graphs = commlens::input::graphs(&*plain).map_err(|e| e.to_string())?;
             let log = LogGraphs {
                 text: Rc::from(plain.into_owned()),
                 graphs,
@@ -376,7 +377,7 @@ pub fn read_input(bytes: &[u8], choice: Option<usize>) -> Result<ReadInput, Stri
 
 /// Graph `choice` of a log already read, prepared for planning.
 pub fn read_log_graph(log: &LogGraphs, choice: usize) -> Result<Planner<Rc<Graph>>, String> {
-    commlens::input::read_prepared(&log.text, Some(choice)).map_err(|e| e.to_string())
+    commlens::input::read_prepared(&*log.text, Some(choice)).map_err(|e| e.to_string())
 }
 
 /// A dump that was read, classified and prepared for planning.
