@@ -113,6 +113,69 @@ pub fn coverage_value(c: &Coverage) -> Value {
     Value::Object(m)
 }
 
+/// An entry of a JSON object written a piece at a time: a value, or an array whose items are
+/// made one at a time.
+enum Field<'a> {
+    Value(Value),
+    Items(Box<dyn Iterator<Item = Value> + 'a>),
+}
+
+/// The object of `fields` as a `Value`.
+fn object_of(fields: Vec<(&str, Field<'_>)>) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(key, field)| {
+                let value = match field {
+                    Field::Value(v) => v,
+                    Field::Items(items) => Value::Array(items.collect()),
+                };
+                (key.to_string(), value)
+            })
+            .collect(),
+    )
+}
+
+/// `serde_json::to_string_pretty` of the object of `fields`, and a newline, without holding
+/// the whole value: each array item is written, indented to its depth, and dropped. (Pretty
+/// JSON breaks lines only between tokens, never inside a string, so an item's own text is
+/// indented by adding spaces after each of its line breaks.)
+fn pretty_fields(fields: Vec<(&str, Field<'_>)>) -> String {
+    fn push_at(out: &mut String, value: &Value, depth: usize) {
+        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                out.push('\n');
+                out.extend(std::iter::repeat_n(' ', 2 * depth));
+            }
+            out.push_str(line);
+        }
+    }
+    if fields.is_empty() {
+        return "{}\n".into();
+    }
+    let mut out = String::from("{");
+    for (i, (key, field)) in fields.into_iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        push_at(&mut out, &Value::String(key.to_string()), 1);
+        out.push_str(": ");
+        match field {
+            Field::Value(value) => push_at(&mut out, &value, 1),
+            Field::Items(items) => {
+                let mut any = false;
+                for item in items {
+                    out.push_str(if any { ",\n    " } else { "[\n    " });
+                    any = true;
+                    push_at(&mut out, &item, 2);
+                }
+                out.push_str(if any { "\n  ]" } else { "[]" });
+            }
+        }
+    }
+    out.push_str("\n}\n");
+    out
+}
+
 /// The `roles --json` object.
 pub fn roles_value(
     graph: &Graph,
@@ -120,58 +183,54 @@ pub fn roles_value(
     buckets: &[BucketIdentity],
     bucket_diagnostics: &[Diagnostic],
 ) -> Value {
-    let mut m = Map::new();
-    m.insert("format".into(), json!(ROLES_FORMAT));
-    m.insert("version".into(), json!(SCHEMA_VERSION));
-    m.insert(
-        "collectives".into(),
-        Value::Array(
-            c.collectives
-                .iter()
-                .map(|x| collective_value(graph, x))
-                .collect(),
+    object_of(roles_fields(graph, c, buckets, bucket_diagnostics))
+}
+
+/// The entries of the `roles --json` object, in order.
+fn roles_fields<'a>(
+    graph: &'a Graph,
+    c: &'a Classification,
+    buckets: &'a [BucketIdentity],
+    bucket_diagnostics: &'a [Diagnostic],
+) -> Vec<(&'static str, Field<'a>)> {
+    vec![
+        ("format", Field::Value(json!(ROLES_FORMAT))),
+        ("version", Field::Value(json!(SCHEMA_VERSION))),
+        (
+            "collectives",
+            Field::Items(Box::new(
+                c.collectives.iter().map(|x| collective_value(graph, x)),
+            )),
         ),
-    );
-    m.insert(
-        "memory_events".into(),
-        Value::Array(
-            c.memory_events
-                .iter()
-                .map(|e| {
-                    json!({"node": e.name, "comm_type": e.comm_type, "param_name": e.param_name, "phase": e.phase.as_str()})
+        (
+            "memory_events",
+            Field::Items(Box::new(c.memory_events.iter().map(|e| {
+                json!({"node": e.name, "comm_type": e.comm_type, "param_name": e.param_name, "phase": e.phase.as_str()})
+            }))),
+        ),
+        (
+            "buckets",
+            Field::Items(Box::new(buckets.iter().map(|b| {
+                json!({
+                    "bucket_id": b.bucket_id,
+                    "members": b.members.iter().map(|&id| graph.node(id).name.clone()).collect::<Vec<_>>(),
+                    "role": b.role.as_ref().map(|r| r.as_str()),
+                    "source": b.source.map(|s| s.as_str()),
+                    "producer": b.producer,
                 })
-                .collect(),
+            }))),
         ),
-    );
-    m.insert(
-        "buckets".into(),
-        Value::Array(
-            buckets
-                .iter()
-                .map(|b| {
-                    json!({
-                        "bucket_id": b.bucket_id,
-                        "members": b.members.iter().map(|&id| graph.node(id).name.clone()).collect::<Vec<_>>(),
-                        "role": b.role.as_ref().map(|r| r.as_str()),
-                        "source": b.source.map(|s| s.as_str()),
-                        "producer": b.producer,
-                    })
-                })
-                .collect(),
+        (
+            "diagnostics",
+            Field::Items(Box::new(
+                c.diagnostics
+                    .iter()
+                    .chain(bucket_diagnostics)
+                    .map(diagnostic_value),
+            )),
         ),
-    );
-    m.insert(
-        "diagnostics".into(),
-        Value::Array(
-            c.diagnostics
-                .iter()
-                .chain(bucket_diagnostics)
-                .map(diagnostic_value)
-                .collect(),
-        ),
-    );
-    m.insert("coverage".into(), coverage_value(&c.coverage));
-    Value::Object(m)
+        ("coverage", Field::Value(coverage_value(&c.coverage))),
+    ]
 }
 
 /// Everything `commlens roles` reports about one graph: the classification and the identity
@@ -205,7 +264,7 @@ impl RolesReport {
     }
 
     pub fn to_json(&self) -> String {
-        pretty(&roles_value(
+        pretty_fields(roles_fields(
             &self.graph,
             &self.classification,
             &self.buckets,
@@ -520,5 +579,33 @@ impl AuditReport {
         out.push_str("\nafter");
         out.push_str(&coverage_text(&a.after.coverage));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{synthetic_dump, SynthSpec};
+
+    /// The report written a piece at a time equals the whole value printed.
+    #[test]
+    fn streamed_roles_equal_the_whole_value() {
+        for text in [
+            synthetic_dump(SynthSpec::with_nodes(3000)),
+            include_str!("../../examples/mlp_fsdp.json").to_string(),
+        ] {
+            let report = RolesReport::new(Graph::new(read_dump(text.as_bytes()).unwrap()));
+            let whole = roles_value(
+                &report.graph,
+                &report.classification,
+                &report.buckets,
+                &report.bucket_diagnostics,
+            );
+            assert!(!report.classification.collectives.is_empty());
+            assert_eq!(report.to_json(), pretty(&whole));
+        }
+        assert_eq!(pretty_fields(Vec::new()), pretty(&json!({})));
+        let empty = vec![("a", Field::Items(Box::new(std::iter::empty())))];
+        assert_eq!(pretty_fields(empty), pretty(&json!({"a": []})));
     }
 }
