@@ -68,19 +68,22 @@ failing step (unless --keep-going) and exits non-zero:
   3 native      cargo test --workspace (includes tests/fuzz_regressions.rs: every kept fuzz input)
   4 wasm-core   cargo build --profile wasm --target wasm32-unknown-unknown -p commlens
                 -p commlens-wasm -p commlens-www  (the core must build for wasm32; one
-                selection shared with steps 4 and 6 and `xtask build`, so it compiles once)
+                selection shared with wasm-conf, browser and `xtask build`, so it compiles once)
   5 wasm-conf   builds commlens-wasm for wasm32, binds it for Node into target/wasm-node/, runs
                 node tests/wasm/conformance.mjs: every case of $COMMLENS_SHARED/conformance/cases
                 through the wasm build and the native CLI (byte-identical) and against plan.json;
                 then node tests/wasm/diff.mjs: plan diffs byte-identical to `commlens diff`, and
                 the diff of two 100k-node plans timed in wasm (budget 200 ms)
-  6 python      creates/reuses the venv ($COMMLENS_VENV, default ~/.cache/commlens/venv),
+  6 scale       builds the release CLI, makes a synthetic 1M-node dump once
+                (target/scale/), runs plan, roles --json and render on it, each under a 4 GiB
+                address-space limit (ulimit -v): each must succeed (issues 13 and 14)
+  7 python      creates/reuses the venv ($COMMLENS_VENV, default ~/.cache/commlens/venv),
                 installs python/requirements-test.txt and python/ (editable), runs
                 pytest python/tests with COMMLENS_BIN and COMMLENS_SHARED
-  7 browser     installs chromium (apt) when /usr/bin/chromium is missing, npm ci in tests/e2e,
+  8 browser     installs chromium (apt) when /usr/bin/chromium is missing, npm ci in tests/e2e,
                 builds the site, serves it under a sub-path on a free 127.0.0.1 port and runs
                 node --test tests/e2e/ with COMMLENS_URL; screenshots go to target/artifacts/
-  8 fuzz        every fuzz target for 9 s (90 s in all) after one `cargo fuzz build`;
+  9 fuzz        every fuzz target for 9 s (90 s in all) after one `cargo fuzz build`;
                 installs cargo-fuzz when missing, skipped with a message without nightly
 The shared corpus is $COMMLENS_SHARED, else <repo>/../shared.
 The --skip-* flags are for developers; the default (and CI) runs everything.";
