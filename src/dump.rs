@@ -278,6 +278,46 @@ pub fn read_cow_into(bytes: Cow<'_, [u8]>, sink: &mut dyn NodeSink) -> Result<Du
     }
 }
 
+/// One entry of a `meta` object, decoded from the text that starts with the object (the last
+/// value of a repeated key, as the whole map has it); the other entries are only parsed.
+pub(crate) fn decode_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
+    struct EntryWant<'w, 's> {
+        wanted: &'w str,
+        scratch: &'s DecodeScratch,
+    }
+    impl<'de> Want<'de> for EntryWant<'_, '_> {
+        type Out = Option<PyValue>;
+
+        fn null(self) -> Slot<Self::Out> {
+            Slot::Got(None)
+        }
+
+        fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
+            let mut found = None;
+            while let Some(key) = map.next_key_seed(KeySeed)? {
+                if key == self.wanted {
+                    let decoded = map.next_value_seed(self.scratch.seed(Context::Meta))?;
+                    found = Some(decoded.value.unwrap_or(PyValue::None));
+                } else {
+                    map.next_value::<Skip>()?;
+                }
+            }
+            Ok(Slot::Got(found))
+        }
+    }
+    let scratch = DecodeScratch::default();
+    let mut deserializer = serde_json::Deserializer::from_slice(text);
+    match Tolerant(EntryWant {
+        wanted,
+        scratch: &scratch,
+    })
+    .deserialize(&mut deserializer)
+    {
+        Ok(Slot::Got(found)) => found,
+        _ => None,
+    }
+}
+
 /// Reads the JSON text of a dump.
 fn read_text_into(text: Vec<u8>, sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
     let text: DumpText = std::sync::Arc::new(text);

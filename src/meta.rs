@@ -95,6 +95,18 @@ impl Meta {
         }
     }
 
+    /// `meta.get(key)` without keeping what it decodes: for a key read once on every node (the
+    /// cost model's `val`), which would otherwise leave each node's whole metadata decoded.
+    pub fn get_once(&self, key: &str) -> Option<std::borrow::Cow<'_, PyValue>> {
+        use std::borrow::Cow;
+        match &self.text {
+            Some(text) if !decoded_on_read(key) && self.full.get().is_none() => {
+                crate::dump::decode_meta_entry(&text.document[text.start..], key).map(Cow::Owned)
+            }
+            _ => self.get(key).map(Cow::Borrowed),
+        }
+    }
+
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
@@ -292,6 +304,30 @@ mod tests {
         let eager = Meta::from(meta.to_dict());
         assert_eq!(&eager, meta);
         assert_eq!(format!("{eager:?}"), format!("{meta:?}"));
+    }
+
+    #[test]
+    fn one_entry_decodes_alone() {
+        let dump = read(DUMP);
+        let meta = &dump.nodes[0].meta;
+        for key in ["val", "stack_trace", "param_name", "absent"] {
+            assert_eq!(
+                meta.get_once(key).as_deref(),
+                meta.clone().get(key),
+                "{key}"
+            );
+        }
+        assert!(meta.full.get().is_none(), "nothing kept");
+        // A repeated key: its last value, as the whole map has it.
+        let text = r#"{"format": "commlens.graph", "version": 1, "nodes": [
+            {"name": "x", "op": "placeholder", "target": "x", "meta": {"v": 1, "w": 0, "v": [2]}}]}"#;
+        let dump = read(text);
+        let meta = &dump.nodes[0].meta;
+        assert_eq!(
+            meta.get_once("v").as_deref(),
+            Some(&PyValue::List(vec![PyValue::Int(2)]))
+        );
+        assert_eq!(meta.get("v"), Some(&PyValue::List(vec![PyValue::Int(2)])));
     }
 
     #[test]

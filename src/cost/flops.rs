@@ -187,7 +187,8 @@ impl<'a> Call<'a> {
     /// `out_shape`: the shapes of the node's result, one per element of a tuple result
     /// (`None` for an element that is no tensor).
     fn out_shape(&self) -> Option<Vec<Option<Vec<u128>>>> {
-        match super::tensor::val(self.node)? {
+        let val = super::tensor::val(self.node)?;
+        match &*val {
             PyValue::List(items) => Some(
                 items
                     .iter()

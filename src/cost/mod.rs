@@ -204,6 +204,7 @@ impl ValInfo {
         let Some(val) = tensor::val(node) else {
             return info;
         };
+        let val = &*val;
         info.present = true;
         let mut transfer = 0u128;
         let (mut dtype, mut first) = (None, true);

@@ -119,9 +119,11 @@ pub fn static_dim(dim: &PyValue) -> Option<u128> {
     dim.static_int().and_then(|d| u128::try_from(d).ok())
 }
 
-/// `node.meta.get("val")`.
-pub fn val(node: &Node) -> Option<&PyValue> {
-    node.meta("val").filter(|v| !matches!(v, PyValue::None))
+/// `node.meta.get("val")`, decoded for this use only (the cost model reads it once per node).
+pub fn val(node: &Node) -> Option<std::borrow::Cow<'_, PyValue>> {
+    node.meta
+        .get_once("val")
+        .filter(|v| !matches!(**v, PyValue::None))
 }
 
 /// The tensors of a value in pytree order (`tree_flatten`): the value itself, or the leaves

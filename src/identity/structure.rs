@@ -346,7 +346,7 @@ fn is_backward_placeholder(node: &crate::dump::Node) -> bool {
 
 /// Whether the node's recorded value is a 0-dimensional tensor.
 fn is_scalar(node: &crate::dump::Node) -> bool {
-    match meta_get(node, "val") {
+    match node.meta.get_once("val").as_deref() {
         Some(PyValue::Tensor(summary)) => summary
             .as_dict()
             .and_then(|d| d.get("shape"))

@@ -117,9 +117,8 @@ fn open(
         commlens::input::set_limits(limits::core(limit_mb));
         // A dump, or a trace log's chosen graph: the graph and the planner's per-graph checks
         // are built while reading.
-        let read = model::read_input(&bytes, graph);
         let size = bytes.len();
-        drop(bytes);
+        let read = model::read_input(bytes, graph);
         match read {
             Err(e) => dispatch.dispatch(Action::LoadFailed(commlens::text::bounded_message(
                 &format!("{label}: {e}"),

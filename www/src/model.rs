@@ -332,7 +332,11 @@ pub struct ReadInput {
 /// Reads a dump or a trace log (plain or gzip, told apart by content: `commlens::input`, the
 /// door every shell reads through). A log opens on graph `choice`, or on
 /// [`LogGraphs::default_choice`]. Errors are the core's messages.
-pub fn read_input(bytes: &[u8], choice: Option<usize>) -> Result<ReadInput, String> {
+/// Owned bytes are handed to the reader, which keeps a dump's text rather than a copy.
+pub fn read_input<'a>(
+    bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
+    choice: Option<usize>,
+) -> Result<ReadInput, String> {
     let (format, plain) = commlens::input::detect(bytes).map_err(|e| e.to_string())?;
     match format {
         Format::Dump => Ok(ReadInput {

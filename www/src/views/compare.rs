@@ -15,6 +15,7 @@ use crate::url_state::SourceRef;
 use commlens::diff::{is_plan_document, read_side, Change, CollectiveKey, PlanDiff, PlanSide};
 use commlens::planner::Action;
 use commlens::timeline::Viewport;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
 use yew::prelude::*;
@@ -239,16 +240,17 @@ impl Comparison {
 
 /// Reads one side: a plan document as a report, anything else as a graph planned with
 /// `settings`.
-pub fn read_one(
+pub fn read_one<'a>(
     label: &str,
     source: Option<SourceRef>,
-    bytes: &[u8],
+    bytes: impl Into<Cow<'a, [u8]>>,
     settings: &Settings,
     graph: Option<usize>,
     now: impl Fn() -> f64,
 ) -> Result<SideInput, String> {
-    if is_plan_document(bytes) {
-        let side = read_side(bytes, None).map_err(|e| format!("{label}: {e}"))?;
+    let bytes = bytes.into();
+    if is_plan_document(&bytes) {
+        let side = read_side(&bytes, None).map_err(|e| format!("{label}: {e}"))?;
         return Ok(SideInput {
             label: label.to_string(),
             graph: None,
@@ -344,10 +346,11 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
         };
         dispatch.dispatch(ViewsAction::Busy("planning the plan after…".into()));
         browser::yield_now().await;
+        // The bytes are handed over: the reader keeps a dump's text rather than a copy.
         let after_side = match read_one(
             &after.0,
             after.1,
-            &after.2,
+            after.2,
             &req.after_settings,
             req.graph,
             now,
@@ -355,7 +358,6 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
             Ok(side) => side,
             Err(e) => return failed(e),
         };
-        drop(after.2);
         let before_side = match before {
             Some(promise) => {
                 dispatch.dispatch(ViewsAction::Busy("reading the plan before…".into()));
@@ -367,7 +369,7 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
                 read_one(
                     &label,
                     before_source,
-                    &bytes,
+                    bytes,
                     &req.before_settings,
                     req.graph,
                     now,

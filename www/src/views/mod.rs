@@ -222,21 +222,19 @@ pub fn input_error(label: &str, e: commlens::InputError) -> String {
 
 /// A graph read, classified and prepared for planning, from any input the core's `input`
 /// door takes (a dump or a trace log, plain or gzip; `graph` picks a log's graph).
-pub fn load_graph(
+/// Owned bytes are handed to the reader, which keeps a dump's text rather than a copy.
+pub fn load_graph<'a>(
     label: &str,
     source: Option<SourceRef>,
-    bytes: &[u8],
+    bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
     graph: Option<usize>,
 ) -> Result<Loaded, String> {
-    let planner = commlens::input::read_prepared::<Rc<Graph>>(bytes, choice(bytes, graph))
+    let bytes = bytes.into();
+    let size = bytes.len();
+    let graph = choice(&bytes, graph);
+    let planner = commlens::input::read_prepared::<Rc<Graph>>(bytes, graph)
         .map_err(|e| input_error(label, e))?;
-    Ok(Loaded::new(
-        label.to_string(),
-        source,
-        None,
-        planner,
-        bytes.len(),
-    ))
+    Ok(Loaded::new(label.to_string(), source, None, planner, size))
 }
 
 /// The bytes at a link's source, with a label for messages.

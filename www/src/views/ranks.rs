@@ -780,7 +780,7 @@ fn rank_chart(
         .graph
         .as_ref()
         .ok_or("a plan report: no graph positions to draw")?;
-    let loaded = super::load_graph(&entry.file, None, bytes, graph)?;
+    let loaded = super::load_graph(&entry.file, None, bytes.as_slice(), graph)?;
     let planned = crate::model::plan(&loaded, &crate::model::Settings::default(), || 0.0);
     if let Some(e) = planned.error {
         return Err(e);
