@@ -16,7 +16,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 /// Keys decoded while reading: what the planner, the graph's facts, the classifier and the
-/// graph signature read on every node (with [`decoded_on_read_prefix`]). Code that walks
+/// graph signature read on every node (with [`DECODED_PREFIXES`]). Code that walks
 /// [`Meta::decoded_entries`] must look only for these.
 const DECODED_KEYS: &[&str] = &[
     "comm_type",
@@ -39,11 +39,7 @@ const DECODED_PREFIXES: &[&str] = &["fsdp_", "bucketing_"];
 /// Whether the reader decodes the entry `key` as it reads (otherwise it is decoded on first
 /// use).
 pub fn decoded_on_read(key: &str) -> bool {
-    DECODED_KEYS.contains(&key) || decoded_on_read_prefix(key)
-}
-
-fn decoded_on_read_prefix(key: &str) -> bool {
-    DECODED_PREFIXES.iter().any(|p| key.starts_with(p))
+    DECODED_KEYS.contains(&key) || DECODED_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
 /// The text a dump was read from, shared by the metadata of its nodes.
@@ -105,10 +101,6 @@ impl Meta {
             }
             _ => self.get(key).map(Cow::Borrowed),
         }
-    }
-
-    pub fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
     }
 
     /// The decoded entries: at least every entry whose key [`decoded_on_read`] accepts, in

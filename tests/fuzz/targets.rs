@@ -33,6 +33,15 @@ pub const TARGETS: &[(&str, Target)] = &[
 ];
 
 /// The parts of `data` between [`SPLIT`]s.
+/// The first two parts of a two-input target (one part stands for both).
+fn before_and_after(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    match parts(data).as_slice() {
+        [before, after, ..] => Some((before, after)),
+        [one] => Some((one, one)),
+        [] => None,
+    }
+}
+
 pub fn parts(data: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut rest = data;
@@ -192,11 +201,8 @@ pub fn validate(data: &[u8]) {
 
 pub fn audit(data: &[u8]) {
     small_limits();
-    let parts = parts(data);
-    let (before, after) = match parts.as_slice() {
-        [before, after, ..] => (*before, *after),
-        [one] => (*one, *one),
-        [] => return,
+    let Some((before, after)) = before_and_after(data) else {
+        return;
     };
     let (Ok(before), Ok(after)) = (
         input::read_graph(before, None),
@@ -232,11 +238,8 @@ pub fn tracelog(data: &[u8]) {
 
 pub fn diff(data: &[u8]) {
     small_limits();
-    let parts = parts(data);
-    let (before, after) = match parts.as_slice() {
-        [before, after, ..] => (*before, *after),
-        [one] => (*one, *one),
-        [] => return,
+    let Some((before, after)) = before_and_after(data) else {
+        return;
     };
     let side = |bytes: &[u8]| commlens::diff::read_side_with(bytes, None, None, TagMode::Dump);
     match (side(before), side(after)) {
