@@ -23,6 +23,8 @@ pub mod text;
 pub mod timeline;
 pub mod tracelog;
 pub mod value;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm_heap;
 
 pub use dump::{read_dump, Dump, DumpError};
 pub use graph::{Graph, NodeId};

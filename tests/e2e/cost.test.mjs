@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApp, launchBrowser, REPO, WORK, cli, nextPaint, seq, readDump, synthDump, dropLarge } from './harness.mjs';
+import { openApp, launchBrowser, REPO, WORK, cli, nextPaint, seq, readDump, synthDump, dropLarge, BUDGET_MS } from './harness.mjs';
 
 const LLAMA = join(REPO, 'examples/llama_fsdp.json.gz');
 
@@ -167,8 +167,8 @@ test('100k nodes with the time axis on: drop, re-plan and repaint (figures print
   assert.ok(await app.page.locator('#cost-summary').count());
   assert.match(replans[0].stages, /time estimates [\d.]+ ms/);
   if (process.env.COMMLENS_PERF_STRICT === '1') {
-    assert.ok(load.app < 1500, `drop → painted ${load.app} ms`);
-    for (const r of replans) assert.ok(r.app < 100, `re-plan ${r.app} ms`);
+    assert.ok(load.app < BUDGET_MS.load100k, `drop → painted ${load.app} ms`);
+    for (const r of replans) assert.ok(r.app < BUDGET_MS.replan, `re-plan ${r.app} ms`);
   }
   app.assertNoErrors();
 });

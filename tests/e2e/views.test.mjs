@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApp, REPO, SHARED, CASES, WORK, cli, readDump, synthDump } from './harness.mjs';
+import { openApp, REPO, SHARED, CASES, WORK, cli, readDump, synthDump, BUDGET_MS } from './harness.mjs';
 
 const VALIDATE = join(SHARED, 'conformance', 'validate');
 const IDENTITY = join(REPO, 'tests', 'fixtures', 'identity', 'cases');
@@ -267,7 +267,7 @@ test('ranks: dumps of two ranks whose plans differ show the first differing buck
   app.assertNoErrors();
 });
 
-test('100k nodes: the compare view paints within the single plan\'s time plus half; the diff takes under 200 ms', async (t) => {
+test('100k nodes: the compare view paints within the single-plan budget plus half; the diff takes under 200 ms', async (t) => {
   const file = synthDump(100000).slice(REPO.length + 1);
   const perf = async (app, what) => {
     await app.page.waitForFunction((w) => document.querySelector('#perf')?.getAttribute(`data-${w}-ms`), what, { timeout: 120_000 });
@@ -290,9 +290,12 @@ test('100k nodes: the compare view paints within the single plan\'s time plus ha
   const changed = await settings.text('#changes h2');
   console.log(`# compare 100k: one plan ${one.toFixed(0)} ms; one dump under two settings ${twoSettings.toFixed(0)} ms (×${(twoSettings / one).toFixed(2)}); two dumps ${twoDumps.toFixed(0)} ms (×${(twoDumps / one).toFixed(2)}); diff ${diffMs} ms; ${changed}`);
   assert.ok(Number(changed.match(/\((\d+)\)/)[1]) > 0, 'the caps differ, so do the plans');
+  // Issue 11's budget: the single-plan budget (BUDGET_MS.load100k) plus 50%, for one dump under
+  // two settings and for two dumps; the ratios to the single plan measured here are printed.
   if (process.env.COMMLENS_PERF_STRICT === '1') {
-    assert.ok(twoSettings < one * 1.5, `compare ${twoSettings} ms vs one plan ${one} ms`);
-    assert.ok(diffMs < 200, `diff ${diffMs} ms`);
+    assert.ok(twoSettings < BUDGET_MS.compare100k, `compare of two settings ${twoSettings} ms (one plan ${one} ms)`);
+    assert.ok(twoDumps < BUDGET_MS.compare100k, `compare of two dumps ${twoDumps} ms (one plan ${one} ms)`);
+    assert.ok(diffMs < BUDGET_MS.diff100k, `diff ${diffMs} ms`);
   }
   await settings.screenshot('views-compare-100k');
   for (const app of [single, settings, dumps]) app.assertNoErrors();

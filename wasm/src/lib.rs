@@ -8,6 +8,11 @@
 
 use wasm_bindgen::prelude::*;
 
+/// Memory grown in large steps (see `commlens::wasm_heap`).
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static HEAP: commlens::wasm_heap::Heap = commlens::wasm_heap::Heap::new();
+
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_namespace = console, js_name = error)]

@@ -16,6 +16,12 @@ mod state;
 mod url_state;
 mod views;
 
+/// Memory grown in large steps (see `commlens::wasm_heap`): reading a large dump no longer
+/// grows it thousands of times.
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static HEAP: commlens::wasm_heap::Heap = commlens::wasm_heap::Heap::new();
+
 fn main() {
     fatal::install();
     // The app renders into `#app`, beside the `#fatal` banner it must never clear.

@@ -66,9 +66,11 @@ failing step (unless --keep-going) and exits non-zero:
   1 lint        cargo fmt --all --check; cargo clippy --workspace --all-targets -- -D warnings
   2 toolchain   rustup target add wasm32-unknown-unknown
   3 native      cargo test --workspace (includes tests/fuzz_regressions.rs: every kept fuzz input)
-  4 wasm-core   cargo build --profile wasm --target wasm32-unknown-unknown -p commlens
-                -p commlens-wasm -p commlens-www  (the core must build for wasm32; one
-                selection shared with wasm-conf, browser and `xtask build`, so it compiles once)
+  4 wasm-core   cargo clippy --target wasm32-unknown-unknown (the same three packages, -D warnings:
+                the wasm-only code), then cargo build --profile wasm --target
+                wasm32-unknown-unknown -p commlens -p commlens-wasm -p commlens-www  (the core
+                must build for wasm32; one selection shared with wasm-conf, browser and
+                `xtask build`, so it compiles once)
   5 wasm-conf   builds commlens-wasm for wasm32, binds it for Node into target/wasm-node/, runs
                 node tests/wasm/conformance.mjs: every case of $COMMLENS_SHARED/conformance/cases
                 through the wasm build and the native CLI (byte-identical) and against plan.json;

@@ -50,7 +50,7 @@ pub fn run(args: &[String]) -> Res<()> {
         ("native", "cargo test --workspace", skip_native, step_native),
         (
             "wasm-core",
-            "wasm32 build (wasm profile) of the core, commlens-wasm and the app",
+            "wasm32 clippy and build (wasm profile) of the core, commlens-wasm and the app",
             skip_wasm,
             step_wasm_core,
         ),
@@ -241,6 +241,22 @@ fn step_scale(cx: &Env) -> Res<()> {
 /// The core builds for wasm32 (built together with the wasm crate and the app: see
 /// `site::cargo_build_wasm`; a compile error names the crate).
 fn step_wasm_core(_: &Env) -> Res<()> {
+    // The lint step's clippy sees native code only; the wasm-only code (the allocator,
+    // `commlens::wasm_heap`) is linted here, once the toolchain step has added the target.
+    util::run(util::cargo().args([
+        "clippy",
+        "--target",
+        site::WASM_TARGET,
+        "-p",
+        "commlens",
+        "-p",
+        "commlens-wasm",
+        "-p",
+        "commlens-www",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     site::cargo_build_wasm()
 }
 
