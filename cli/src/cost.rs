@@ -4,7 +4,7 @@
 //! own estimators (the library computes; this module reads the files and the options).
 
 use crate::{read_file, write_output, CliError};
-use commlens::cost::{GpuGeneration, Hardware};
+use commlens::cost::{GpuGeneration, Hardware, Network};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -102,11 +102,13 @@ fn peak(text: &str) -> Result<(String, f64), String> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let mut hardware = Hardware::preset(args.gpu);
-    hardware.network.gpus_per_node = args.gpus_per_node;
-    hardware.network.nvlink = !args.no_nvlink;
-    hardware.network.intra_node_bw = args.intra_bw;
-    hardware.network.inter_node_bw = args.inter_bw;
+    let mut hardware = Hardware::with_network(Network {
+        gpu: args.gpu,
+        gpus_per_node: args.gpus_per_node,
+        nvlink: !args.no_nvlink,
+        intra_node_bw: args.intra_bw,
+        inter_node_bw: args.inter_bw,
+    });
     if let Some(bw) = args.dram_bw {
         hardware.roofline.dram_gbps = bw;
     }

@@ -47,12 +47,21 @@ impl Hardware {
     /// A generation with torch's defaults (8 GPUs per node, NVLink, no bandwidth overrides)
     /// and its roofline preset.
     pub fn preset(gpu: GpuGeneration) -> Hardware {
+        Hardware::with_network(Network {
+            gpu,
+            ..Network::default()
+        })
+    }
+
+    /// `network`'s GPU generation's preset roofline, with `network` (at least one GPU per
+    /// node): what `commlens cost` and the app build from the same options.
+    pub fn with_network(network: Network) -> Hardware {
         Hardware {
+            roofline: Roofline::preset(network.gpu),
             network: Network {
-                gpu,
-                ..Network::default()
+                gpus_per_node: network.gpus_per_node.max(1),
+                ..network
             },
-            roofline: Roofline::preset(gpu),
         }
     }
 }

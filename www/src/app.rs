@@ -204,10 +204,11 @@ fn export_settings(state: &State, loaded: &Loaded) -> ExportSettings {
         view_url: Some(browser::url_with(
             &state.url_state().without_embed().to_query(),
         )),
-        hardware: state
-            .hardware
-            .as_ref()
-            .map(|hw| commlens::cost::report::hardware_json(&hw.hardware())),
+        hardware: state.hardware.as_ref().map(|hw| {
+            commlens::cost::report::hardware_json(&commlens::cost::Hardware::with_network(
+                hw.clone(),
+            ))
+        }),
     }
 }
 

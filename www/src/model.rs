@@ -4,7 +4,7 @@
 //! tested natively.
 
 use crate::url_state::{Filter, SourceRef};
-use commlens::cost::{CostModel, GpuGeneration, Hardware, StepSummary};
+use commlens::cost::{CostModel, Hardware, Network, StepSummary};
 use commlens::graph::Graph;
 use commlens::identity::Code;
 use commlens::input::Format;
@@ -410,7 +410,7 @@ pub struct Loaded {
 
 struct CostCache {
     roles: bool,
-    hardware: HardwareSettings,
+    hardware: Network,
     group_ranks: IndexMap<String, Vec<i128>>,
     model: Rc<CostModel>,
     unbucketed: StepSummary,
@@ -679,62 +679,6 @@ pub fn plan(loaded: &Loaded, settings: &Settings, now: impl Fn() -> f64) -> Plan
     }
 }
 
-/// The hardware the time estimates are made for: a GPU generation's preset and the network
-/// options `commlens cost` takes (`--gpu`, `--gpus-per-node`, `--no-nvlink`, `--intra-bw`,
-/// `--inter-bw`), with the CLI's defaults.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HardwareSettings {
-    pub gpu: GpuGeneration,
-    pub gpus_per_node: u64,
-    pub nvlink: bool,
-    /// GB/s overrides of the preset's intra- and inter-node bandwidth.
-    pub intra_bw: Option<f64>,
-    pub inter_bw: Option<f64>,
-}
-
-impl Default for HardwareSettings {
-    fn default() -> Self {
-        let network = commlens::cost::Network::default();
-        HardwareSettings {
-            gpu: network.gpu,
-            gpus_per_node: network.gpus_per_node,
-            nvlink: network.nvlink,
-            intra_bw: None,
-            inter_bw: None,
-        }
-    }
-}
-
-impl HardwareSettings {
-    /// The core's hardware, built as `commlens cost` builds it from the same options.
-    pub fn hardware(&self) -> Hardware {
-        let mut hw = Hardware::preset(self.gpu);
-        hw.network.gpus_per_node = self.gpus_per_node.max(1);
-        hw.network.nvlink = self.nvlink;
-        hw.network.intra_node_bw = self.intra_bw;
-        hw.network.inter_node_bw = self.inter_bw;
-        hw
-    }
-
-    /// The `commlens cost` options that give the same numbers.
-    pub fn cli_options(&self) -> String {
-        let mut out = format!("--gpu {}", self.gpu.as_str());
-        if self.gpus_per_node != 8 {
-            out.push_str(&format!(" --gpus-per-node {}", self.gpus_per_node));
-        }
-        if !self.nvlink {
-            out.push_str(" --no-nvlink");
-        }
-        if let Some(bw) = self.intra_bw {
-            out.push_str(&format!(" --intra-bw {bw}"));
-        }
-        if let Some(bw) = self.inter_bw {
-            out.push_str(&format!(" --inter-bw {bw}"));
-        }
-        out
-    }
-}
-
 /// A bandwidth typed into a control or a link: empty is "the preset's"; else a positive
 /// number of GB/s.
 pub fn parse_bandwidth(text: &str) -> Result<Option<f64>, String> {
@@ -769,7 +713,7 @@ pub struct CostView {
 
 /// Costs the planned graph and its plan on `hw` (what `commlens cost` reports, computed by the
 /// core's `CostModel`).
-pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option<CostView> {
+pub fn cost(loaded: &Loaded, planned: &Planned, hw: &Network) -> Option<CostView> {
     let plan = planned.plan.as_ref()?;
     let graph = planned
         .roles
@@ -783,7 +727,11 @@ pub fn cost(loaded: &Loaded, planned: &Planned, hw: &HardwareSettings) -> Option
     let (model, unbucketed) = match cached {
         Some(hit) => hit,
         None => {
-            let model = Rc::new(CostModel::new(graph, hw.hardware(), &plan.group_ranks));
+            let model = Rc::new(CostModel::new(
+                graph,
+                Hardware::with_network(hw.clone()),
+                &plan.group_ranks,
+            ));
             let unbucketed = model.unbucketed().summary;
             *loaded.cost_cache.borrow_mut() = Some(CostCache {
                 roles,

@@ -2,8 +2,9 @@
 //! props and change it by dispatching an [`Action`]. Re-planning happens here, so the
 //! settings and the plan on screen never disagree.
 
-use crate::model::{self, CostView, HardwareSettings, Loaded, Planned, PlansMode, Settings};
+use crate::model::{self, CostView, Loaded, Planned, PlansMode, Settings};
 use crate::url_state::{Filter, SelectionRef, UrlState};
+use commlens::cost::Network;
 use commlens::timeline::{TimelineInput, Viewport};
 use std::rc::Rc;
 use yew::Reducible;
@@ -97,7 +98,7 @@ pub struct State {
     pub embed: bool,
     pub limit_mb: Option<u64>,
     /// The hardware time estimates are made for; `None`: no estimates.
-    pub hardware: Option<HardwareSettings>,
+    pub hardware: Option<Network>,
     /// The current plan's time estimates on that hardware.
     pub cost: Option<Rc<CostView>>,
     /// The chart's x axis is the estimated time (when there are estimates).
@@ -144,7 +145,7 @@ pub enum Action {
     /// The input size limit, in MiB.
     Limit(Option<u64>),
     /// Time estimates on this hardware (`None`: off).
-    Hardware(Option<HardwareSettings>),
+    Hardware(Option<Network>),
     /// The x axis: estimated time (`true`) or graph position.
     TimeAxis(bool),
 }

@@ -22,7 +22,8 @@
 //! not know are kept (`other`) and written back, so a link made by a newer app survives a
 //! round trip through an older one.
 
-use crate::model::{HardwareSettings, PlansMode, Settings};
+use crate::model::{PlansMode, Settings};
+use commlens::cost::Network;
 use commlens::identity::Code;
 use commlens::planner::{Action, Reason};
 use commlens::timeline::Viewport;
@@ -113,7 +114,7 @@ pub struct UrlState {
     pub embed: bool,
     pub limit_mb: Option<u64>,
     /// The time estimates' hardware, when they are shown.
-    pub hardware: Option<HardwareSettings>,
+    pub hardware: Option<Network>,
     /// The x axis is the estimated time (with time estimates on).
     pub time_axis: bool,
     /// Parameters this version does not know, in order.
@@ -129,7 +130,7 @@ impl UrlState {
         let mut plans_key: Option<String> = None;
         let mut plans_text = String::new();
         let (mut x0, mut x1) = (None, None);
-        let mut hw = HardwareSettings::default();
+        let mut hw = Network::default();
         let mut hw_given = false;
         let query = query.strip_prefix('?').unwrap_or(query);
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -204,9 +205,9 @@ impl UrlState {
                 "intra" | "inter" => match crate::model::parse_bandwidth(&value) {
                     Ok(bw) => {
                         if key == "intra" {
-                            hw.intra_bw = bw;
+                            hw.intra_node_bw = bw;
                         } else {
-                            hw.inter_bw = bw;
+                            hw.inter_node_bw = bw;
                         }
                         hw_given = true;
                     }
@@ -294,16 +295,16 @@ impl UrlState {
         }
         if let Some(hw) = &self.hardware {
             q.append_pair("gpu", hw.gpu.as_str());
-            if hw.gpus_per_node != HardwareSettings::default().gpus_per_node {
+            if hw.gpus_per_node != Network::default().gpus_per_node {
                 q.append_pair("gpn", &hw.gpus_per_node.to_string());
             }
             if !hw.nvlink {
                 q.append_pair("nvlink", "0");
             }
-            if let Some(bw) = hw.intra_bw {
+            if let Some(bw) = hw.intra_node_bw {
                 q.append_pair("intra", &bw.to_string());
             }
-            if let Some(bw) = hw.inter_bw {
+            if let Some(bw) = hw.inter_node_bw {
                 q.append_pair("inter", &bw.to_string());
             }
             if self.time_axis {
@@ -362,12 +363,12 @@ mod tests {
             search: "wq.weight & more".into(),
             embed: true,
             limit_mb: Some(2048),
-            hardware: Some(HardwareSettings {
+            hardware: Some(Network {
                 gpu: commlens::cost::GpuGeneration::Hopper,
                 gpus_per_node: 4,
                 nvlink: false,
-                intra_bw: Some(150.5),
-                inter_bw: Some(25.0),
+                intra_node_bw: Some(150.5),
+                inter_node_bw: Some(25.0),
             }),
             time_axis: true,
             other: vec![("base".into(), "other.json".into())],
@@ -375,7 +376,7 @@ mod tests {
         round_trip(&s);
         round_trip(&UrlState::default());
         round_trip(&UrlState {
-            hardware: Some(HardwareSettings::default()),
+            hardware: Some(Network::default()),
             ..Default::default()
         });
         round_trip(&UrlState {

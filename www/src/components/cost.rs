@@ -4,20 +4,20 @@
 //! updated on every re-plan. The numbers are the core's (`commlens::cost`): torch's own
 //! estimators, which the page names.
 
-use crate::model::{parse_bandwidth, CostView, HardwareSettings, Shared};
+use crate::model::{parse_bandwidth, CostView, Shared};
 use commlens::cost::report::us;
-use commlens::cost::{GpuGeneration, StepSummary};
+use commlens::cost::{GpuGeneration, Hardware, Network, StepSummary};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
 pub struct CostProps {
-    pub hardware: Option<HardwareSettings>,
+    pub hardware: Option<Network>,
     /// The chart's x axis is the estimated time.
     pub time_axis: bool,
     pub on_time_axis: Callback<bool>,
     pub cost: Option<Shared<CostView>>,
-    pub on_hardware: Callback<Option<HardwareSettings>>,
+    pub on_hardware: Callback<Option<Network>>,
 }
 
 type Field = fn(&StepSummary) -> f64;
@@ -49,8 +49,7 @@ pub fn cost(props: &CostProps) -> Html {
     let bw_error = use_state(|| None::<String>);
     let Some(hw) = props.hardware.clone() else {
         let on = props.on_hardware.clone();
-        let onclick =
-            Callback::from(move |_: MouseEvent| on.emit(Some(HardwareSettings::default())));
+        let onclick = Callback::from(move |_: MouseEvent| on.emit(Some(Network::default())));
         return html! {
             <section class="cost" id="cost" aria-label="Time estimates">
                 <h2>{"Time estimates"}</h2>
@@ -61,14 +60,14 @@ pub fn cost(props: &CostProps) -> Html {
     };
     let emit = {
         let cb = props.on_hardware.clone();
-        move |hw: HardwareSettings| cb.emit(Some(hw))
+        move |hw: Network| cb.emit(Some(hw))
     };
     let on_gpu = {
         let (hw, emit) = (hw.clone(), emit.clone());
         Callback::from(move |e: Event| {
             let v = e.target_unchecked_into::<HtmlSelectElement>().value();
             if let Some(gpu) = GpuGeneration::parse(&v) {
-                emit(HardwareSettings { gpu, ..hw.clone() });
+                emit(Network { gpu, ..hw.clone() });
             }
         })
     };
@@ -78,7 +77,7 @@ pub fn cost(props: &CostProps) -> Html {
             let v = e.target_unchecked_into::<HtmlInputElement>().value();
             if let Ok(n) = v.trim().parse::<u64>() {
                 if n >= 1 {
-                    emit(HardwareSettings {
+                    emit(Network {
                         gpus_per_node: n,
                         ..hw.clone()
                     });
@@ -90,7 +89,7 @@ pub fn cost(props: &CostProps) -> Html {
         let (hw, emit) = (hw.clone(), emit.clone());
         Callback::from(move |e: Event| {
             let checked = e.target_unchecked_into::<HtmlInputElement>().checked();
-            emit(HardwareSettings {
+            emit(Network {
                 nvlink: checked,
                 ..hw.clone()
             });
@@ -105,9 +104,9 @@ pub fn cost(props: &CostProps) -> Html {
                     bw_error.set(None);
                     let mut next = hw.clone();
                     if intra {
-                        next.intra_bw = bw;
+                        next.intra_node_bw = bw;
                     } else {
-                        next.inter_bw = bw;
+                        next.inter_node_bw = bw;
                     }
                     emit(next);
                 }
@@ -119,7 +118,8 @@ pub fn cost(props: &CostProps) -> Html {
         let cb = props.on_hardware.clone();
         Callback::from(move |_: MouseEvent| cb.emit(None))
     };
-    let network = hw.hardware().network;
+    // What the estimates use where a bandwidth is left empty: the preset's.
+    let network = Hardware::with_network(hw.clone()).network;
     let on_axis = {
         let cb = props.on_time_axis.clone();
         Callback::from(move |e: Event| {
@@ -151,8 +151,8 @@ pub fn cost(props: &CostProps) -> Html {
             <label for="gpn">{"GPUs per node"}</label>
             <input id="gpn" type="number" min="1" value={hw.gpus_per_node.to_string()} onchange={on_gpn} />
             <label class="check"><input id="nvlink" type="checkbox" checked={hw.nvlink} onchange={on_nvlink} />{" NVLink"}</label>
-            { bw_field("intra-bw", "intra-node bandwidth (GB/s)", hw.intra_bw, network.intra_bw(), true) }
-            { bw_field("inter-bw", "inter-node bandwidth (GB/s)", hw.inter_bw, network.inter_bw(), false) }
+            { bw_field("intra-bw", "intra-node bandwidth (GB/s)", hw.intra_node_bw, network.intra_bw(), true) }
+            { bw_field("inter-bw", "inter-node bandwidth (GB/s)", hw.inter_node_bw, network.inter_bw(), false) }
             if let Some(e) = &*bw_error { <p class="field-error" role="alert">{ e.clone() }</p> }
             <label class="check"><input id="time-axis" type="checkbox" checked={props.time_axis} onchange={on_axis} />
                 {" x axis: estimated time (else graph position)"}</label>
@@ -163,9 +163,27 @@ pub fn cost(props: &CostProps) -> Html {
             }
             <p class="model-note" id="cost-note">
                 {"Model estimates, not measurements: collectives by torch 2.15's analytical NCCL model (torch/_inductor/comm_analysis.py), compute by torch.utils.flop_counter's FLOP formulas and a roofline; one compute stream, one communication stream per process group. c10d collectives are listed without a time. The same numbers: "}
-                <code>{ format!("commlens cost DUMP {}", hw.cli_options()) }</code>
+                <code>{ format!("commlens cost DUMP {}", cli_options(&hw)) }</code>
             </p>
             <button id="cost-off" onclick={off}>{"Hide estimates"}</button>
         </section>
     }
+}
+
+/// The `commlens cost` options that give the same numbers as `hw`.
+fn cli_options(hw: &Network) -> String {
+    let mut out = format!("--gpu {}", hw.gpu.as_str());
+    if hw.gpus_per_node != Network::default().gpus_per_node {
+        out.push_str(&format!(" --gpus-per-node {}", hw.gpus_per_node));
+    }
+    if !hw.nvlink {
+        out.push_str(" --no-nvlink");
+    }
+    if let Some(bw) = hw.intra_node_bw {
+        out.push_str(&format!(" --intra-bw {bw}"));
+    }
+    if let Some(bw) = hw.inter_node_bw {
+        out.push_str(&format!(" --inter-bw {bw}"));
+    }
+    out
 }
