@@ -19,16 +19,19 @@ pub fn cargo_build_wasm() -> Res<()> {
     util::run(
         util::cargo()
             .args(["build", "--profile", "wasm", "--target", WASM_TARGET])
-            .args([
-                "-p",
-                "commlens",
-                "-p",
-                "commlens-wasm",
-                "-p",
-                "commlens-www",
-            ]),
+            .args(WASM_PACKAGES),
     )
 }
+
+/// The packages every wasm32 build and the wasm32 clippy run select (`-p` each).
+pub const WASM_PACKAGES: [&str; 6] = [
+    "-p",
+    "commlens",
+    "-p",
+    "commlens-wasm",
+    "-p",
+    "commlens-www",
+];
 
 pub fn wasm_release_dir() -> PathBuf {
     util::target_dir().join(WASM_TARGET).join("wasm")

@@ -243,20 +243,12 @@ fn step_scale(cx: &Env) -> Res<()> {
 fn step_wasm_core(_: &Env) -> Res<()> {
     // The lint step's clippy sees native code only; the wasm-only code (the allocator,
     // `commlens::wasm_heap`) is linted here, once the toolchain step has added the target.
-    util::run(util::cargo().args([
-        "clippy",
-        "--target",
-        site::WASM_TARGET,
-        "-p",
-        "commlens",
-        "-p",
-        "commlens-wasm",
-        "-p",
-        "commlens-www",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    util::run(
+        util::cargo()
+            .args(["clippy", "--target", site::WASM_TARGET])
+            .args(site::WASM_PACKAGES)
+            .args(["--", "-D", "warnings"]),
+    )?;
     site::cargo_build_wasm()
 }
 
