@@ -372,6 +372,7 @@ fn the_focused_bucket_is_always_a_bar() {
                 exposed: std::rc::Rc::from(Vec::new()),
                 bucket_times: std::rc::Rc::from(Vec::new()),
                 time: None,
+                marked: None,
             },
         );
         let (s, e) = input.buckets[focus].window();
@@ -617,6 +618,7 @@ fn a_time_axis_places_positions_at_their_times() {
         }]),
         bucket_times: Rc::from(Vec::new()),
         time: Some(Rc::from(time.clone())),
+        marked: None,
     };
     let scene = build_scene_with(&input, &options);
     let f = scene.frame;
@@ -660,4 +662,76 @@ fn a_time_axis_places_positions_at_their_times() {
         plain,
         build_scene(&input, Viewport::full(input.node_count), 1400)
     );
+}
+
+/// A comparison marks its changed buckets and decisions: exactly those marks carry
+/// `data-marked` (one attribute per mark, whatever their number), and a scene without marks
+/// is drawn as before.
+#[test]
+fn marked_buckets_and_decisions_carry_data_marked() {
+    use commlens::timeline::Marked;
+    use std::rc::Rc;
+    let input = llama(Some(6000));
+    let marked = Marked {
+        buckets: (0..input.buckets.len()).map(|i| i % 3 == 0).collect(),
+        decisions: (0..input.decisions.len()).map(|i| i % 2 == 1).collect(),
+    };
+    let plain = build_scene(&input, Viewport::full(input.node_count), 1400);
+    let options = SceneOptions {
+        viewport: Viewport::full(input.node_count),
+        width: 1400,
+        focus: None,
+        exposed: Rc::from(Vec::new()),
+        bucket_times: Rc::from(Vec::new()),
+        time: None,
+        marked: Some(Rc::new(marked.clone())),
+    };
+    let scene = build_scene_with(&input, &options);
+    assert!(!render_svg(&plain).contains("data-marked"));
+    assert!(scene.bars.iter().any(|b| b.marked) && scene.bars.iter().any(|b| !b.marked));
+    for b in &scene.bars {
+        assert_eq!(b.marked, marked.bucket(b.bucket), "{}", b.bucket_id);
+    }
+    let decision_marked = |action: Action, node: &str| {
+        input
+            .decisions
+            .iter()
+            .enumerate()
+            .any(|(i, d)| d.action == action && &*d.name == node && marked.decision(i))
+    };
+    let single_splits = scene.splits.iter().filter(|s| !s.grouped);
+    let single_skips = scene.skips.iter().filter(|s| !s.grouped);
+    assert!(
+        scene.splits.iter().any(|s| s.marked),
+        "a marked split is drawn"
+    );
+    for s in single_splits.clone() {
+        assert_eq!(
+            s.marked,
+            decision_marked(Action::Split, &s.node),
+            "split at {}",
+            s.node
+        );
+    }
+    for s in single_skips.clone() {
+        assert_eq!(
+            s.marked,
+            decision_marked(Action::Skip, &s.node),
+            "skip at {}",
+            s.node
+        );
+    }
+    let expected = scene.bars.iter().filter(|b| b.marked).count()
+        + scene.splits.iter().filter(|s| s.marked).count()
+        + scene.skips.iter().filter(|s| s.marked).count();
+    assert_eq!(
+        render_svg(&scene).matches(" data-marked=\"\"").count(),
+        expected
+    );
+    // Marks change nothing else.
+    let mut unmarked = scene.clone();
+    unmarked.bars.iter_mut().for_each(|b| b.marked = false);
+    unmarked.splits.iter_mut().for_each(|s| s.marked = false);
+    unmarked.skips.iter_mut().for_each(|s| s.marked = false);
+    assert_eq!(unmarked, plain);
 }

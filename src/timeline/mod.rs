@@ -35,7 +35,8 @@ pub use input::{BucketIn, CollectiveIn, DecisionIn, TimelineInput, UnplannedIn};
 pub use lane::Lane;
 pub use palette::{role_colour, Rgb};
 pub use scene::{
-    build_scene, build_scene_with, ExposedIn, LaneKey, SceneOptions, TimelineScene, Viewport,
+    build_scene, build_scene_with, ExposedIn, LaneKey, Marked, SceneOptions, TimelineScene,
+    Viewport,
 };
 pub use svg::{render_svg, render_svg_with, xml_escape, SvgMeta};
 pub use trace::{chrome_trace, chrome_trace_with};

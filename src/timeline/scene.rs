@@ -116,6 +116,27 @@ pub struct SceneOptions {
     /// each node starts on the compute stream, then the step's end; non-decreasing). The view
     /// stays a range of graph positions; x follows their times. `None`: x is the position.
     pub time: Option<Rc<[f64]>>,
+    /// Buckets and decisions drawn as marked (`data-marked`, for a stylesheet to pick out):
+    /// a comparison's changes. `None`: nothing is.
+    pub marked: Option<Rc<Marked>>,
+}
+
+/// What a drawing marks, by index into its input's buckets and decisions (indices past the
+/// ends are unmarked).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Marked {
+    pub buckets: Vec<bool>,
+    pub decisions: Vec<bool>,
+}
+
+impl Marked {
+    pub fn bucket(&self, i: usize) -> bool {
+        self.buckets.get(i).copied().unwrap_or(false)
+    }
+
+    pub fn decision(&self, i: usize) -> bool {
+        self.decisions.get(i).copied().unwrap_or(false)
+    }
 }
 
 /// The estimated time at graph position `pos`, linear within a node.
@@ -318,6 +339,8 @@ pub struct BarMark {
     pub aria: String,
     /// The singleton decision's reason, if the bucket is a singleton.
     pub singleton: Option<Reason>,
+    /// Marked by the options (`SceneOptions::marked`).
+    pub marked: bool,
     /// The bucket's role (`None`: unclassified or mixed).
     pub role: Option<Rc<str>>,
     /// Whether the bucket's first member launches in view (else its window passes through).
@@ -399,6 +422,8 @@ pub struct SplitMark {
     pub aria: String,
     /// Splits merged in this mark (1 unless grouped).
     pub count: usize,
+    /// Marked by the options (grouped: any of its splits is).
+    pub marked: bool,
     pub grouped: bool,
 }
 
@@ -411,6 +436,8 @@ pub struct SkipMark {
     pub node: Rc<str>,
     pub count: usize,
     pub grouped: bool,
+    /// Marked by the options (grouped: any of its skips is).
+    pub marked: bool,
     pub label: Option<TextMark>,
     pub labelled_by: Option<usize>,
     pub title: String,
@@ -656,6 +683,7 @@ pub fn build_scene(input: &TimelineInput, viewport: Viewport, width: u32) -> Tim
             exposed: Rc::from(Vec::new()),
             bucket_times: Rc::from(Vec::new()),
             time: None,
+            marked: None,
         },
     )
 }
@@ -893,6 +921,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
     let plot_span = (plot_x0, plot_x1);
     // (lane, decision, x, label line, text, anchor) for single splits; grouped bins.
     let dense_splits = splits_visible.len() > MAX_MARKS;
+    let marked = |i: usize| options.marked.as_ref().is_some_and(|m| m.decision(i));
     let mut splits: Vec<SplitMark> = Vec::new();
     let mut split_labels: Vec<Option<Placed>> = Vec::new();
     if dense_splits {
@@ -917,8 +946,10 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 aria: String::new(),
                 count: 0,
                 grouped: true,
+                marked: false,
             });
             m.count += 1;
+            m.marked |= marked(i);
             if m.reason != Some(d.reason) {
                 m.reason = None;
             }
@@ -961,6 +992,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 title,
                 count: 1,
                 grouped: false,
+                marked: marked(i),
             });
         }
         split_labels = place_rare_first(
@@ -1023,12 +1055,14 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 node: d.name.clone(),
                 count: 0,
                 grouped: true,
+                marked: false,
                 label: None,
                 labelled_by: None,
                 title: String::new(),
                 aria: String::new(),
             });
             m.count += 1;
+            m.marked |= marked(i);
             if m.reason != Some(d.reason) {
                 m.reason = None;
             }
@@ -1053,6 +1087,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                 node: d.name.clone(),
                 count: 1,
                 grouped: false,
+                marked: marked(i),
                 label: None,
                 labelled_by: None,
                 title: format!(
@@ -1580,6 +1615,7 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                         },
                         aria: bucket_aria(b, singleton, role.as_deref()),
                         singleton,
+                        marked: options.marked.as_ref().is_some_and(|m| m.bucket(v.bucket)),
                         role,
                         anchored: v.anchor.is_some(),
                         start: s,

@@ -281,6 +281,13 @@ fn comm_mark(out: &mut String, size: (u32, u32), index: usize, c: &CommMark) {
     );
 }
 
+/// `data-marked` when the mark is marked (`SceneOptions::marked`), then [`focusable`]'s
+/// attributes.
+fn marked(marked: bool, aria: &str) -> String {
+    let attr = if marked { " data-marked=\"\"" } else { "" };
+    format!("{attr}{}", focusable(aria))
+}
+
 /// The attributes that make a mark focusable and named.
 fn focusable(aria: &str) -> String {
     format!(
@@ -316,7 +323,7 @@ fn bar_mark(out: &mut String, size: (u32, u32), b: &BarMark) {
         b.singleton
             .map(|r| format!(" data-singleton=\"{}\"", r.as_str()))
             .unwrap_or_default(),
-        focusable(&b.aria),
+        marked(b.marked, &b.aria),
         xml_escape(&b.title),
         body
     );
@@ -421,7 +428,7 @@ fn split_mark(out: &mut String, size: (u32, u32), index: usize, s: &SplitMark) {
             "<g data-split-group=\"{}\" data-count=\"{}\" data-mark=\"{index}\"{}><title>{}</title>\n{}\n</g>\n",
             reason_attr(s.reason),
             s.count,
-            focusable(&s.aria),
+            marked(s.marked, &s.aria),
             xml_escape(&s.title),
             body
         );
@@ -441,7 +448,7 @@ fn split_mark(out: &mut String, size: (u32, u32), index: usize, s: &SplitMark) {
         s.labelled_by
             .map(|m| format!(" data-labelled-by=\"{m}\""))
             .unwrap_or_default(),
-        focusable(&s.aria),
+        marked(s.marked, &s.aria),
         xml_escape(&s.title),
         body
     );
@@ -494,7 +501,7 @@ fn skip_mark(out: &mut String, size: (u32, u32), index: usize, s: &SkipMark) {
         s.labelled_by
             .map(|m| format!(" data-labelled-by=\"{m}\""))
             .unwrap_or_default(),
-        focusable(&s.aria),
+        marked(s.marked, &s.aria),
         xml_escape(&s.title),
         body
     );

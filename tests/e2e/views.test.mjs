@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { openApp, REPO, SHARED, CASES, WORK, cli, readDump, synthDump, BUDGET_MS } from './harness.mjs';
 
@@ -30,6 +31,27 @@ async function serveFiles(app) {
     }
     return route.fulfill({ body: readFileSync(file), contentType: 'application/octet-stream' });
   });
+}
+
+/** Serves `root`'s files over HTTP on a free 127.0.0.1 port, readable from any origin (the
+ * app is served from another port); `url` ends with '/'. */
+async function serveDir(root) {
+  const server = createServer((req, res) => {
+    const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '');
+    const file = join(root, ...rel.split('/').filter((p) => p !== '..'));
+    if (!existsSync(file) || !statSync(file).isFile()) {
+      res.writeHead(404, { 'Access-Control-Allow-Origin': '*' });
+      return res.end('not found');
+    }
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Length': statSync(file).size,
+      'Access-Control-Allow-Origin': '*',
+    });
+    createReadStream(file).pipe(res);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() };
 }
 
 async function download(app, selector) {
@@ -273,19 +295,27 @@ test('100k nodes: the compare view paints within the single-plan budget plus hal
     await app.page.waitForFunction((w) => document.querySelector('#perf')?.getAttribute(`data-${w}-ms`), what, { timeout: 120_000 });
     return Number(await app.page.locator('#perf').getAttribute(`data-${what}-ms`));
   };
+  // The dump comes from a real HTTP server, as from static hosting: Playwright's request
+  // routing hands a 44 MB body over the DevTools pipe, which took seconds of what was timed.
+  const server = await serveDir(REPO);
+  t.after(() => server.close());
+  const src = encodeURIComponent(`${server.url}${file}`);
   const open = async (path) => {
     const app = await openApp(t, { path: '?view=compare', viewport: { width: 1400, height: 1000 } });
-    await serveFiles(app);
+    await app.waitForRendered('header');
     await app.page.goto(new URL(path, app.page.url()).href);
     return app;
   };
-  // Both from a link (fetch, read, plan, draw), in the same browser setup.
-  const single = await open(`?src=files/repo/${file}`);
+  // Each from a link (fetch, read, plan, draw), in the same browser setup.
+  const single = await open(`?src=${src}`);
   const one = await perf(single, 'load');
-  const settings = await open(`?src=files/repo/${file}&bcap=50000`);
+  const settings = await open(`?src=${src}&bcap=50000`);
   const twoSettings = await perf(settings, 'compare');
-  const dumps = await open(`?src=files/repo/${file}&base=files/repo/${file}&bcap=50000`);
+  const dumps = await open(`?src=${src}&base=${src}&bcap=50000`);
   const twoDumps = await perf(dumps, 'compare');
+  for (const [what, app] of [['one plan', single], ['two settings', settings], ['two dumps', dumps]]) {
+    console.log(`#   ${what}: ${await app.text('#perf')}`);
+  }
   const diffMs = Number((await settings.text('.diff-ms')).match(/([\d.]+) ms/)[1]);
   const changed = await settings.text('#changes h2');
   console.log(`# compare 100k: one plan ${one.toFixed(0)} ms; one dump under two settings ${twoSettings.toFixed(0)} ms (×${(twoSettings / one).toFixed(2)}); two dumps ${twoDumps.toFixed(0)} ms (×${(twoDumps / one).toFixed(2)}); diff ${diffMs} ms; ${changed}`);
@@ -342,6 +372,24 @@ test('ranks: several TORCH_TRACE logs at once, their graph chosen by the link', 
   await bare.waitForRendered('#error');
   assert.match(await bare.text('#error'), /post-grad graphs; choose one[\s\S]*graph=K/);
   app.assertNoErrors();
+});
+
+test('compare: a base from a link that cannot be read is named (it downloads in a worker, with the same checks)', async (t) => {
+  const server = await serveDir(REPO);
+  t.after(() => server.close());
+  const closed = await serveDir(REPO);
+  closed.close();
+  const big = synthDump(100000).slice(REPO.length + 1);
+  const after = encodeURIComponent(`${server.url}examples/mlp_fsdp.json`);
+  for (const [base, extra, re] of [
+    [`${server.url}examples/missing.json`, '', /could not fetch http:\/\/127\.0\.0\.1:\d+\/examples\/missing\.json: HTTP 404/],
+    [`${server.url}${big}`, '&limit_mb=1', /synth_100000\.json is .* more than the .* this page reads .*limit_mb=4\d/],
+    [`${closed.url}x.json`, '', /could not fetch http:\/\/127\.0\.0\.1:\d+\/x\.json: .* the server is unreachable/],
+  ]) {
+    const app = await openApp(t, { path: `?view=compare&src=${after}&base=${encodeURIComponent(base)}${extra}` });
+    await app.waitForRendered('#error');
+    assert.match(await app.text('#error'), re);
+  }
 });
 
 test('a review link missing its other side says so', async (t) => {

@@ -237,6 +237,7 @@ fn export(state: &State, kind: Export) {
                     exposed: cost.map_or_else(|| Rc::from(Vec::new()), |c| c.exposed.clone()),
                     bucket_times: cost.map_or_else(|| Rc::from(Vec::new()), |c| c.buckets.clone()),
                     time: cost.filter(|_| state.time_axis).map(|c| c.time.clone()),
+                    marked: None,
                 },
             );
             let settings = ExportSettings {

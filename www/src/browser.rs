@@ -52,6 +52,138 @@ pub fn cancel_timeout(id: i32) {
     window().clear_timeout_with_handle(id);
 }
 
+/// Why a fetch got no response, in plain words.
+fn unreachable(url: &str, why: &str) -> String {
+    format!(
+        "could not fetch {url}: {why} — the server is unreachable, or it does not allow \
+         this page to read it (CORS: the host must send Access-Control-Allow-Origin). \
+         Download the file and drop it here instead."
+    )
+}
+
+fn http_status(url: &str, status: u16, text: &str) -> String {
+    format!("could not fetch {url}: HTTP {status} {text}")
+}
+
+fn body_failed(url: &str, why: &str) -> String {
+    format!("reading {url}: {why}")
+}
+
+/// The fetching worker of [`fetch_off_thread`]: streams the body into one buffer (sized from
+/// Content-Length when there is one), stops past the limit, and posts the buffer back
+/// transferred, or what went wrong for the page to explain.
+const FETCH_WORKER: &str = r#"
+onmessage = async (e) => {
+  const { url, limit } = e.data;
+  let resp;
+  try { resp = await fetch(url); } catch (err) { postMessage({ kind: 'unreachable', why: String(err && err.message || err) }); return; }
+  if (!resp.ok) { postMessage({ kind: 'status', status: resp.status, text: resp.statusText }); return; }
+  try {
+    const header = resp.headers.get('content-length');
+    const total = header === null ? NaN : Number(header);
+    if (total > limit) { postMessage({ kind: 'limit', size: total }); return; }
+    let buf = new Uint8Array(Number.isFinite(total) ? total : 1 << 20);
+    let len = 0;
+    const reader = resp.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (len + value.length > limit) { reader.cancel(); postMessage({ kind: 'limit', size: len + value.length }); return; }
+      if (len + value.length > buf.length) {
+        const grown = new Uint8Array(Math.min(Math.max(buf.length * 2, len + value.length), limit));
+        grown.set(buf.subarray(0, len));
+        buf = grown;
+      }
+      buf.set(value, len);
+      len += value.length;
+    }
+    const bytes = len === buf.length ? buf.buffer : buf.slice(0, len).buffer;
+    postMessage({ kind: 'ok', bytes }, [bytes]);
+  } catch (err) { postMessage({ kind: 'body', why: String(err && err.message || err) }); }
+};
+"#;
+
+/// Fetches `url` (absolute) in a worker of its own, so that the download goes on while this
+/// page's thread is busy: the compare view reads and plans one dump while the other
+/// downloads. The same limit and explanations as [`fetch_bytes`]. The promise resolves to a
+/// `Uint8Array` of the body (not yet copied into the wasm memory) and rejects with the
+/// explanation as a string. Where a worker cannot be made (a content policy), the fetch runs
+/// on this thread.
+pub fn fetch_off_thread(url: &str, limit: u64) -> js_sys::Promise {
+    match fetch_worker() {
+        Ok(worker) => worker_fetch(worker, url.to_string(), limit),
+        Err(_) => {
+            let url = url.to_string();
+            wasm_bindgen_futures::future_to_promise(async move {
+                let bytes = fetch_bytes(&url, limit, |_, _| {})
+                    .await
+                    .map_err(|e| JsValue::from_str(&e))?;
+                Ok(Uint8Array::from(&bytes[..]).into())
+            })
+        }
+    }
+}
+
+fn fetch_worker() -> Result<web_sys::Worker, JsValue> {
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("text/javascript");
+    let parts = Array::of1(&JsValue::from_str(FETCH_WORKER));
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob)?;
+    let worker = web_sys::Worker::new(&url);
+    let _ = web_sys::Url::revoke_object_url(&url);
+    worker
+}
+
+fn worker_fetch(worker: web_sys::Worker, url: String, limit: u64) -> js_sys::Promise {
+    js_sys::Promise::new(&mut |resolve, reject| {
+        let (w, url2, reject1) = (worker.clone(), url.clone(), reject.clone());
+        let on_message = Closure::once_into_js(move |e: web_sys::MessageEvent| {
+            w.terminate();
+            let data = e.data();
+            let field = |k: &str| js_sys::Reflect::get(&data, &k.into()).unwrap_or_default();
+            let text = |k: &str| field(k).as_string().unwrap_or_default();
+            let outcome = match text("kind").as_str() {
+                "ok" => Ok(Uint8Array::new(&field("bytes"))),
+                "unreachable" => Err(unreachable(&url2, &text("why"))),
+                "status" => Err(http_status(
+                    &url2,
+                    field("status").as_f64().unwrap_or(0.0) as u16,
+                    &text("text"),
+                )),
+                "limit" => {
+                    let size = field("size").as_f64().unwrap_or(f64::MAX) as u64;
+                    Err(crate::limits::check(&url2, size, limit)
+                        .err()
+                        .unwrap_or_else(|| format!("{url2} is over the input-size limit")))
+                }
+                _ => Err(body_failed(&url2, &text("why"))),
+            };
+            let _ = match outcome {
+                Ok(bytes) => resolve.call1(&JsValue::NULL, &bytes),
+                Err(e) => reject1.call1(&JsValue::NULL, &JsValue::from_str(&e)),
+            };
+        });
+        worker.set_onmessage(Some(on_message.unchecked_ref()));
+        let (w, url3, reject2) = (worker.clone(), url.clone(), reject.clone());
+        let on_error = Closure::once_into_js(move |_: web_sys::Event| {
+            w.terminate();
+            let _ = reject2.call1(
+                &JsValue::NULL,
+                &JsValue::from_str(&unreachable(&url3, "the fetching worker failed")),
+            );
+        });
+        worker.set_onerror(Some(on_error.unchecked_ref()));
+        let message = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&message, &"url".into(), &JsValue::from_str(&url));
+        let _ = js_sys::Reflect::set(&message, &"limit".into(), &JsValue::from_f64(limit as f64));
+        if let Err(e) = worker.post_message(&message) {
+            worker.terminate();
+            let _ = reject.call1(&JsValue::NULL, &JsValue::from_str(&js_err(e)));
+        }
+    })
+}
+
 /// Fetches `url`, calling `progress(received, total)` as the body streams in, and stopping
 /// with an explanation past `limit` bytes. A network or CORS failure and an HTTP error status
 /// are explained in plain words.
@@ -62,21 +194,10 @@ pub async fn fetch_bytes(
 ) -> Result<Vec<u8>, String> {
     let resp = JsFuture::from(window().fetch_with_str(url))
         .await
-        .map_err(|e| {
-            format!(
-                "could not fetch {url}: {} — the server is unreachable, or it does not allow \
-                 this page to read it (CORS: the host must send Access-Control-Allow-Origin). \
-                 Download the file and drop it here instead.",
-                js_err(e)
-            )
-        })?;
+        .map_err(|e| unreachable(url, &js_err(e)))?;
     let resp: web_sys::Response = resp.dyn_into().map_err(js_err)?;
     if !resp.ok() {
-        return Err(format!(
-            "could not fetch {url}: HTTP {} {}",
-            resp.status(),
-            resp.status_text()
-        ));
+        return Err(http_status(url, resp.status(), &resp.status_text()));
     }
     let total = resp
         .headers()
@@ -106,7 +227,7 @@ pub async fn fetch_bytes(
     loop {
         let chunk = JsFuture::from(reader.read())
             .await
-            .map_err(|e| format!("reading {url}: {}", js_err(e)))?;
+            .map_err(|e| body_failed(url, &js_err(e)))?;
         let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(js_err)?;
         if done.as_bool().unwrap_or(false) {
             break;

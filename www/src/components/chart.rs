@@ -14,7 +14,8 @@ use crate::model::Shared;
 use crate::url_state::Filter;
 use commlens::planner::Action;
 use commlens::timeline::{
-    build_scene_with, render_svg, ExposedIn, SceneOptions, TimelineInput, TimelineScene, Viewport,
+    build_scene_with, render_svg, ExposedIn, Marked, SceneOptions, TimelineInput, TimelineScene,
+    Viewport,
 };
 use gloo_events::{EventListener, EventListenerOptions};
 use std::cell::RefCell;
@@ -44,6 +45,9 @@ pub struct ChartProps {
     /// A time axis: the estimated time at each graph position (see `SceneOptions::time`).
     #[prop_or_default]
     pub time: Option<Rc<[f64]>>,
+    /// Buckets and decisions drawn with `data-marked` (a comparison's changes).
+    #[prop_or_default]
+    pub marked: Option<Rc<Marked>>,
     /// `None`: the whole graph.
     pub viewport: Option<Viewport>,
     /// A bucket always drawn as a bar (the selection).
@@ -131,8 +135,9 @@ pub fn chart(props: &ChartProps) -> Html {
             props.viewport,
             *width,
             props.focus,
+            props.marked.clone(),
         ),
-        |(timeline, exposed, bucket_times, time, viewport, width, focus)| {
+        |(timeline, exposed, bucket_times, time, viewport, width, focus, marked)| {
             if *width == 0 {
                 return None;
             }
@@ -146,6 +151,7 @@ pub fn chart(props: &ChartProps) -> Html {
                     exposed: exposed.clone().unwrap_or_else(|| Rc::from(Vec::new())),
                     bucket_times: bucket_times.clone().unwrap_or_else(|| Rc::from(Vec::new())),
                     time: time.clone(),
+                    marked: marked.clone(),
                 },
             );
             let svg = AttrValue::from(render_svg(&scene));

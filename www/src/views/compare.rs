@@ -14,7 +14,7 @@ use crate::model::{self, Loaded, Planned, Settings, Shared};
 use crate::url_state::SourceRef;
 use commlens::diff::{is_plan_document, read_side, Change, CollectiveKey, PlanDiff, PlanSide};
 use commlens::planner::Action;
-use commlens::timeline::Viewport;
+use commlens::timeline::{Marked, Viewport};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -67,14 +67,13 @@ pub struct Comparison {
     pub after: SideInput,
     pub diff: PlanDiff,
     pub rows: Vec<ChangeRow>,
-    /// Ids of the buckets with a changed member, per side (timeline ids, as the chart writes
-    /// them in `data-bucket`).
-    pub changed_before: Vec<Rc<str>>,
-    pub changed_after: Vec<Rc<str>>,
-    /// The node of each decision removed (before) and added (after), with its action.
-    pub removed: Vec<(Action, String)>,
-    pub added: Vec<(Action, String)>,
+    /// What each side's chart marks: the buckets with a changed member, and the decisions
+    /// removed (before) or added (after) that the chart draws (splits and skips).
+    pub marked_before: Rc<Marked>,
+    pub marked_after: Rc<Marked>,
     pub diff_ms: f64,
+    /// How loading it went, stage by stage, for the paint timing (`#perf`).
+    pub stages: String,
 }
 
 fn key_text(key: &CollectiveKey) -> String {
@@ -133,19 +132,6 @@ impl Comparison {
                 })
             })
             .collect();
-        let changed = |input: &SideInput, flags: Vec<bool>| -> Vec<Rc<str>> {
-            let Some(g) = &input.graph else {
-                return Vec::new();
-            };
-            flags
-                .iter()
-                .zip(&g.planned.timeline.buckets)
-                .filter(|(f, _)| **f)
-                .map(|(_, b)| b.id.clone())
-                .collect()
-        };
-        let changed_before = changed(&before, diff.changed_buckets(false));
-        let changed_after = changed(&after, diff.changed_buckets(true));
         let decisions = |side: &PlanSide, which: &[usize]| -> Vec<(Action, String)> {
             which
                 .iter()
@@ -155,16 +141,36 @@ impl Comparison {
         };
         let removed = decisions(&diff.before, &diff.removed);
         let added = decisions(&diff.after, &diff.added);
+        let marked = |input: &SideInput, buckets: Vec<bool>, changed: &[(Action, String)]| {
+            let Some(g) = &input.graph else {
+                return Rc::new(Marked::default());
+            };
+            // Singletons are drawn as their bucket's bar, not as a mark of their own.
+            let nodes: std::collections::HashSet<(Action, &str)> = changed
+                .iter()
+                .filter(|(a, _)| *a != Action::Singleton)
+                .map(|(a, n)| (*a, n.as_str()))
+                .collect();
+            let decisions = g
+                .planned
+                .timeline
+                .decisions
+                .iter()
+                .map(|d| nodes.contains(&(d.action, &*d.name)))
+                .collect();
+            Rc::new(Marked { buckets, decisions })
+        };
+        let marked_before = marked(&before, diff.changed_buckets(false), &removed);
+        let marked_after = marked(&after, diff.changed_buckets(true), &added);
         Comparison {
             before,
             after,
             diff,
             rows,
-            changed_before,
-            changed_after,
-            removed,
-            added,
+            marked_before,
+            marked_after,
             diff_ms,
+            stages: format!("diff {diff_ms:.1} ms"),
         }
     }
 
@@ -181,12 +187,16 @@ impl Comparison {
             .graph
             .as_ref()
             .ok_or_else(|| format!("{} is a plan report: it is already planned", side.label))?;
+        let t0 = now();
         let new = plan_side(graph.loaded.0.clone(), settings, now)?;
-        Ok(if after {
+        let plan_ms = now() - t0;
+        let mut c = if after {
             Comparison::new(self.before.clone(), new, now)
         } else {
             Comparison::new(new, self.after.clone(), now)
-        })
+        };
+        c.stages = format!("plan {plan_ms:.1} ms · {}", c.stages);
+        Ok(c)
     }
 
     pub fn row_by_id(&self, id: &str) -> Option<&ChangeRow> {
@@ -300,16 +310,28 @@ struct Request {
     linkable: bool,
 }
 
-/// Starts reading an input now, to be awaited later (the base's download overlaps reading
-/// and planning the other side).
+/// Starts reading an input now, to be awaited later: a link's in a worker of its own, so
+/// that the base downloads while this thread reads and plans the other side.
 fn read_in_background(input: Input, limit_mb: Option<u64>) -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async move {
-        let (label, _, bytes) = read_input(&input, limit_mb)
-            .await
-            .map_err(|e| wasm_bindgen::JsValue::from_str(&e))?;
+        let fail = |e: String| wasm_bindgen::JsValue::from_str(&e);
+        let (label, bytes) = match &input {
+            Input::Source(source) => {
+                let (url, label) = super::source_url(source).map_err(fail)?;
+                // A worker resolves relative URLs against its own (blob:) address.
+                let url = browser::absolute(&url);
+                let promise = browser::fetch_off_thread(&url, crate::limits::bytes(limit_mb));
+                let bytes = wasm_bindgen_futures::JsFuture::from(promise).await?;
+                (label, js_sys::Uint8Array::new(&bytes))
+            }
+            Input::File(_) => {
+                let (label, _, bytes) = read_input(&input, limit_mb).await.map_err(fail)?;
+                (label, js_sys::Uint8Array::from(&bytes[..]))
+            }
+        };
         let pair = js_sys::Array::new();
         pair.push(&label.into());
-        pair.push(&js_sys::Uint8Array::from(&bytes[..]));
+        pair.push(&bytes);
         Ok(pair.into())
     })
 }
@@ -329,6 +351,7 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
     wasm_bindgen_futures::spawn_local(async move {
         let now = browser::now_ms;
         let started = now();
+        let mut stages = Stages::new(started);
         let failed = |e: String| dispatch.dispatch(ViewsAction::Failed(e));
         // Both downloads start now; the base is read once the plan after is on its way.
         let before_source = match &req.before {
@@ -344,6 +367,7 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
             Ok(a) => a,
             Err(e) => return failed(e),
         };
+        stages.mark("fetch after");
         dispatch.dispatch(ViewsAction::Busy("planning the plan after…".into()));
         browser::yield_now().await;
         // The bytes are handed over: the reader keeps a dump's text rather than a copy.
@@ -358,6 +382,7 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
             Ok(side) => side,
             Err(e) => return failed(e),
         };
+        stages.mark("read and plan after");
         let before_side = match before {
             Some(promise) => {
                 dispatch.dispatch(ViewsAction::Busy("reading the plan before…".into()));
@@ -365,7 +390,9 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
                     Ok(b) => b,
                     Err(e) => return failed(e),
                 };
+                stages.mark("fetch before (rest)");
                 browser::yield_now().await;
+                stages.mark("yield");
                 read_one(
                     &label,
                     before_source,
@@ -384,14 +411,42 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
                 )),
             },
         };
+        stages.mark("read and plan before");
         match before_side {
             Ok(before_side) => {
-                let c = Comparison::new(before_side, after_side, now);
+                let mut c = Comparison::new(before_side, after_side, now);
+                stages.mark("compare");
+                c.stages = format!("{} ({})", stages.text, c.stages);
                 dispatch.dispatch(ViewsAction::Compared(Shared::new(c), req.linkable, started))
             }
             Err(e) => failed(e),
         }
     });
+}
+
+/// The stages of a load and how long each took, in words.
+struct Stages {
+    last: f64,
+    text: String,
+}
+
+impl Stages {
+    fn new(started: f64) -> Stages {
+        Stages {
+            last: started,
+            text: String::new(),
+        }
+    }
+
+    fn mark(&mut self, what: &str) {
+        let now = browser::now_ms();
+        if !self.text.is_empty() {
+            self.text.push_str(" · ");
+        }
+        self.text
+            .push_str(&format!("{what} {:.0} ms", now - self.last));
+        self.last = now;
+    }
 }
 
 /// Starts the comparison a link asks for.
@@ -444,45 +499,17 @@ fn change_label(c: Change) -> &'static str {
 }
 
 /// CSS that dims each chart's unchanged buckets and outlines the changed ones and the
-/// decisions added (after) or removed (before).
-fn highlight_css(scope: &str, buckets: &[Rc<str>], decisions: &[(Action, String)]) -> String {
-    let q = |s: &str| {
-        s.replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('<', "\\3c ")
-    };
-    let mut css = format!("#{scope} [data-bucket] {{ opacity: .35; }}\n");
-    if !buckets.is_empty() {
-        let list: Vec<String> = buckets
-            .iter()
-            .map(|b| format!("#{scope} [data-bucket=\"{}\"]", q(b)))
-            .collect();
-        css.push_str(&format!("{} {{ opacity: 1; }}\n", list.join(",")));
-        let rects: Vec<String> = list.iter().map(|s| format!("{s} rect")).collect();
-        css.push_str(&format!(
-            "{} {{ stroke: #a21caf; stroke-width: 3px; }}\n",
-            rects.join(",")
-        ));
-    }
-    let marks: Vec<String> = decisions
-        .iter()
-        .filter(|(a, _)| *a != Action::Singleton)
-        .map(|(a, node)| {
-            let attr = if *a == Action::Skip {
-                "data-skip"
-            } else {
-                "data-split"
-            };
-            format!("#{scope} [{attr}][data-node=\"{}\"]", q(node))
-        })
-        .collect();
-    if !marks.is_empty() {
-        css.push_str(&format!(
-            "{} {{ outline: 3px solid #a21caf; outline-offset: 1px; }}\n",
-            marks.join(",")
-        ));
-    }
-    css
+/// decisions added (after) or removed (before): the chart marks them (`data-marked`), so the
+/// rules are the same few whatever the number of changes (a rule per bucket made the browser
+/// match thousands of selectors against every mark: 0.2 s of style at 100k nodes).
+fn highlight_css(scope: &str) -> String {
+    format!(
+        "#{scope} [data-bucket] {{ opacity: .35; }}\n\
+         #{scope} [data-bucket][data-marked] {{ opacity: 1; }}\n\
+         #{scope} [data-bucket][data-marked] rect {{ stroke: #a21caf; stroke-width: 3px; }}\n\
+         #{scope} [data-skip][data-marked], #{scope} [data-split][data-marked] \
+         {{ outline: 3px solid #a21caf; outline-offset: 1px; }}\n"
+    )
 }
 
 /// The chart's width before it is measured: the page's paddings from the window's width.
@@ -533,10 +560,11 @@ pub fn page(state: &ViewsState, dispatch: &UseReducerDispatcher<ViewsState>) -> 
         let sel = focus
             .and_then(|b| g.planned.timeline.buckets.get(b))
             .map(|b| b.id.clone());
-        let css = if after {
-            highlight_css(scope, &c.changed_after, &c.added)
+        let css = highlight_css(scope);
+        let marked = if after {
+            c.marked_after.clone()
         } else {
-            highlight_css(scope, &c.changed_before, &c.removed)
+            c.marked_before.clone()
         };
         let on_pick = {
             let d = dispatch.clone();
@@ -554,7 +582,7 @@ pub fn page(state: &ViewsState, dispatch: &UseReducerDispatcher<ViewsState>) -> 
         html! {
             <div id={scope} class="compare-chart">
                 <style>{ css }</style>
-                <Chart timeline={g.planned.timeline.clone()} viewport={state.viewport} focus={focus} selected={sel}
+                <Chart timeline={g.planned.timeline.clone()} viewport={state.viewport} focus={focus} selected={sel} marked={Some(marked)}
                     filter={None::<crate::url_state::Filter>} on_view={on_view.clone()} on_pick={on_pick} width_hint={width_hint()}
                     title={AttrValue::from(format!("{which}: {}", input.label))} />
             </div>
@@ -788,10 +816,29 @@ fn summary(props: &SummaryProps) -> Html {
             if !d.added.is_empty() {
                 <details><summary>{ format!("{} decision(s) added", d.added.len()) }</summary>{ decision_list(&d.after, &d.added) }</details>
             }
-            <details class="diff-text"><summary>{"In plain words (what commlens diff prints)"}</summary><pre>{ d.to_text() }</pre></details>
+            <PlainWords comparison={c.clone()} />
             <p><button id="export-diff" onclick={download}>{"Download the diff (commlens diff --json)"}</button>
                <span class="muted diff-ms">{ format!(" diff computed in {:.1} ms", c.diff_ms) }</span></p>
         </section>
+    }
+}
+
+/// The diff as `commlens diff` prints it, written out only once opened: at 100k nodes it is
+/// thousands of lines, and laying them out cost the first paint 0.2 s while nobody read them.
+#[function_component(PlainWords)]
+fn plain_words(props: &SummaryProps) -> Html {
+    let open = use_state(|| false);
+    let ontoggle = {
+        let open = open.clone();
+        Callback::from(move |e: Event| {
+            let el: Option<web_sys::HtmlDetailsElement> = e.target_dyn_into();
+            open.set(el.is_some_and(|d| d.open()));
+        })
+    };
+    html! {
+        <details class="diff-text" {ontoggle}><summary>{"In plain words (what commlens diff prints)"}</summary>
+            if *open { <pre>{ props.comparison.diff.to_text() }</pre> }
+        </details>
     }
 }
 

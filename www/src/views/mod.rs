@@ -242,6 +242,13 @@ async fn fetch_source(
     source: &SourceRef,
     limit_mb: Option<u64>,
 ) -> Result<(String, Vec<u8>), String> {
+    let (url, label) = source_url(source)?;
+    let bytes = browser::fetch_bytes(&url, limits::bytes(limit_mb), |_, _| {}).await?;
+    Ok((label, bytes))
+}
+
+/// A link's source as an absolute URL, and a label for messages (its file name).
+pub fn source_url(source: &SourceRef) -> Result<(String, String), String> {
     let url = match source {
         SourceRef::Url(u) => browser::absolute(u),
         SourceRef::Example(k) => example_path(k)?.to_string(),
@@ -255,8 +262,7 @@ async fn fetch_source(
         .next()
         .unwrap_or_default()
         .to_string();
-    let bytes = browser::fetch_bytes(&url, limits::bytes(limit_mb), |_, _| {}).await?;
-    Ok((label, bytes))
+    Ok((url, label))
 }
 
 /// One input of a view: from a link, or a picked or dropped file.
@@ -299,9 +305,18 @@ pub struct ViewsState {
     pub committed: Option<Viewport>,
     /// Whether the address bar reproduces what is shown (not after opening files).
     pub linkable: bool,
-    /// The last view shown: which (`compare`, `audit`, `ranks`), when its loading started, and
-    /// a counter the paint timing follows (`#perf`, as in the single-plan app).
-    pub timing: Option<(&'static str, f64, u64)>,
+    /// The last view shown, for its paint timing (`#perf`, as in the single-plan app).
+    pub timing: Option<ViewTiming>,
+}
+
+/// A shown view's paint timing: which (`compare`, `audit`, `ranks`), when its loading started,
+/// a counter the timing follows, and the loading's stages in words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewTiming {
+    pub what: &'static str,
+    pub started: f64,
+    pub seq: u64,
+    pub stages: Rc<str>,
 }
 
 pub enum ViewsAction {
@@ -353,7 +368,7 @@ impl Reducible for ViewsState {
                 s.error = Some(e);
             }
             ViewsAction::Compared(c, linkable, started) => {
-                s.timed("compare", started);
+                s.timed("compare", started, &c.stages);
                 s.busy = None;
                 s.error = None;
                 s.linkable = linkable;
@@ -374,14 +389,14 @@ impl Reducible for ViewsState {
                 s.compare = Some(c);
             }
             ViewsAction::Audited(a, linkable, started) => {
-                s.timed("audit", started);
+                s.timed("audit", started, "");
                 s.busy = None;
                 s.error = None;
                 s.linkable = linkable;
                 s.audit = Some(a);
             }
             ViewsAction::Ranked(r, linkable, started) => {
-                s.timed("ranks", started);
+                s.timed("ranks", started, "");
                 s.busy = None;
                 s.error = None;
                 s.linkable = linkable;
@@ -422,8 +437,8 @@ impl Reducible for ViewsState {
                             s.url.row = None;
                         }
                         s.notice = None;
+                        s.timed("compare", started, &next.stages);
                         s.compare = Some(Shared::new(next));
-                        s.timed("compare", started);
                     }
                     Err(e) => s.notice = Some(format!("Not applied: {e}")),
                 }
@@ -436,9 +451,14 @@ impl Reducible for ViewsState {
 }
 
 impl ViewsState {
-    fn timed(&mut self, what: &'static str, started: f64) {
-        let seq = self.timing.map_or(0, |t| t.2) + 1;
-        self.timing = Some((what, started, seq));
+    fn timed(&mut self, what: &'static str, started: f64, stages: &str) {
+        let seq = self.timing.as_ref().map_or(0, |t| t.seq) + 1;
+        self.timing = Some(ViewTiming {
+            what,
+            started,
+            seq,
+            stages: stages.into(),
+        });
     }
 
     /// The link that reproduces what is shown.
@@ -479,14 +499,22 @@ pub fn views() -> Html {
     let perf = use_node_ref();
     {
         let perf = perf.clone();
-        use_effect_with(state.timing, move |t| {
-            if let Some((what, started, seq)) = *t {
+        use_effect_with(state.timing.clone(), move |t| {
+            if let Some(t) = t.clone() {
                 browser::next_frame(move || {
-                    let ms = browser::now_ms() - started;
+                    let ms = browser::now_ms() - t.started;
                     if let Some(el) = perf.cast::<web_sys::Element>() {
+                        let what = t.what;
                         let _ = el.set_attribute(&format!("data-{what}-ms"), &format!("{ms:.1}"));
-                        let _ = el.set_attribute("data-seq", &seq.to_string());
-                        el.set_text_content(Some(&format!("{what} → painted in {ms:.0} ms")));
+                        let _ = el.set_attribute("data-seq", &t.seq.to_string());
+                        let stages = if t.stages.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" · {}", t.stages)
+                        };
+                        el.set_text_content(Some(&format!(
+                            "{what} → painted in {ms:.0} ms{stages}"
+                        )));
                     }
                 });
             }
