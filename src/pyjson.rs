@@ -90,6 +90,11 @@ fn write_value(out: &mut String, value: &PyValue, indent: Option<usize>, level: 
     }
 }
 
+/// [`dumps`] of `value`, appended to `out`.
+pub fn write_compact(out: &mut String, value: &PyValue) {
+    write_value(out, value, None, 0);
+}
+
 /// `json.dumps` of a list whose items are made one at a time, so the whole list is never held:
 /// what [`write_value`] writes for a `PyValue::List` of them, at `level` with `indent` (`None`
 /// for [`dumps`]'s layout). `flush` sees the text after each item (a digest takes it away).
@@ -165,6 +170,91 @@ fn write_entries(
     }
     newline(out, indent, level);
     out.push('}');
+}
+
+/// A dict written entry by entry, without a [`PyValue`] for it: the caller gives the keys in
+/// sorted order (what `sort_keys=True` writes; debug builds check it) and writes each value
+/// after [`ObjectWriter::key`]. Same layout as a `PyValue::Dict` at `level` with `indent`.
+pub struct ObjectWriter<'o> {
+    out: &'o mut String,
+    indent: Option<usize>,
+    level: usize,
+    last_key: Option<&'static str>,
+}
+
+impl<'o> ObjectWriter<'o> {
+    pub fn new(out: &'o mut String, indent: Option<usize>, level: usize) -> ObjectWriter<'o> {
+        ObjectWriter {
+            out,
+            indent,
+            level,
+            last_key: None,
+        }
+    }
+
+    /// Starts the entry `key`; its value is written next, into the returned text.
+    pub fn key(&mut self, key: &'static str) -> &mut String {
+        debug_assert!(self.last_key.is_none_or(|k| k < key), "{key} out of order");
+        match (self.last_key, self.indent) {
+            (None, _) => self.out.push('{'),
+            (Some(_), Some(_)) => self.out.push(','),
+            (Some(_), None) => self.out.push_str(", "),
+        }
+        self.last_key = Some(key);
+        newline(self.out, self.indent, self.level + 1);
+        write_string(self.out, key);
+        self.out.push_str(": ");
+        self.out
+    }
+
+    /// The level a value of an entry is written at (for nested lists and dicts).
+    pub fn inner(&self) -> usize {
+        self.level + 1
+    }
+
+    pub fn indent(&self) -> Option<usize> {
+        self.indent
+    }
+
+    pub fn end(self) {
+        if self.last_key.is_none() {
+            self.out.push_str("{}");
+            return;
+        }
+        newline(self.out, self.indent, self.level);
+        self.out.push('}');
+    }
+}
+
+/// A list written item by item at `level` with `indent`, as [`write_value`] writes a
+/// `PyValue::List`: `item` writes each.
+pub fn write_list_with<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    indent: Option<usize>,
+    level: usize,
+    mut item: impl FnMut(&mut String, T),
+) {
+    let item_separator = if indent.is_some() { "," } else { ", " };
+    let mut any = false;
+    for x in items {
+        out.push_str(if any { item_separator } else { "[" });
+        any = true;
+        newline(out, indent, level + 1);
+        item(out, x);
+    }
+    if !any {
+        out.push_str("[]");
+        return;
+    }
+    newline(out, indent, level);
+    out.push(']');
+}
+
+/// An integer as `json.dumps` writes it.
+pub fn write_int(out: &mut String, i: i128) {
+    use std::fmt::Write;
+    let _ = write!(out, "{i}");
 }
 
 /// A JSON string with `ensure_ascii=True` escaping, as Python's `json` writes it.

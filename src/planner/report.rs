@@ -1,7 +1,7 @@
 //! The plan report (`BucketPlan.to_dict()`), the graph signature and group digests,
 //! byte-compatible with the Python reference (`validate_group_plans` is in `validate.rs`).
 
-use super::{Bucket, BucketPlan, Candidate};
+use super::{Bucket, BucketPlan, Candidate, CollectiveKind};
 use crate::graph::Graph;
 use crate::pyjson;
 use crate::value::{Key, PyValue};
@@ -85,6 +85,150 @@ pub fn describe_bucket(bucket: &Bucket) -> PyValue {
     ])
 }
 
+/// [`describe_candidate`] (with `local_offset` and `local_numel` when given, as
+/// [`describe_bucket`]'s members have) written straight to `out` at `level`: the report's and
+/// the digests' hot path, byte-identical to writing the value (tested below).
+fn write_candidate(
+    out: &mut String,
+    candidate: &Candidate,
+    local: Option<(u128, u128)>,
+    indent: Option<usize>,
+    level: usize,
+) {
+    let clamp = |v: u128| v.min(i128::MAX as u128) as i128;
+    let mut o = pyjson::ObjectWriter::new(out, indent, level);
+    let inner = o.inner();
+    let key = &candidate.key;
+    let bool_text = |b: bool| if b { "true" } else { "false" };
+    o.key("backward").push_str(bool_text(key.backward));
+    pyjson::write_string(o.key("device_type"), candidate.device_type());
+    pyjson::write_string(o.key("dtype"), &key.dtype);
+    pyjson::write_string(o.key("group"), &key.group);
+    write_ints(o.key("input_shape"), &candidate.input_shape, indent, inner);
+    pyjson::write_string(o.key("kind"), key.kind.as_str());
+    if let Some((offset, numel)) = local {
+        pyjson::write_int(o.key("local_numel"), clamp(numel));
+        pyjson::write_int(o.key("local_offset"), clamp(offset));
+    }
+    pyjson::write_list_with(
+        o.key("module_fqns"),
+        candidate.module_fqns.iter(),
+        indent,
+        inner,
+        |out, s| pyjson::write_string(out, s),
+    );
+    write_ints(
+        o.key("output_shape"),
+        &candidate.output_shape,
+        indent,
+        inner,
+    );
+    pyjson::write_string(o.key("param_name"), &candidate.param_name);
+    write_ints(o.key("ranks"), &key.ranks, indent, inner);
+    match &key.reduce_op {
+        Some(op) => pyjson::write_string(o.key("reduce_op"), &op.to_string()),
+        None => o.key("reduce_op").push_str("null"),
+    }
+    pyjson::write_string(o.key("scope"), &key.scope);
+    pyjson::write_int(o.key("state_idx"), candidate.state_idx);
+    o.end();
+}
+
+fn write_ints(out: &mut String, items: &[i128], indent: Option<usize>, level: usize) {
+    pyjson::write_list_with(out, items.iter(), indent, level, |out, &i| {
+        pyjson::write_int(out, i)
+    });
+}
+
+/// [`describe_bucket`] written straight to `out` at `level` of the indented layout.
+fn write_bucket(out: &mut String, bucket: &Bucket, level: usize) {
+    let indent = Some(1);
+    let clamp = |v: u128| v.min(i128::MAX as u128) as i128;
+    let bool_text = |b: bool| if b { "true" } else { "false" };
+    let mut o = pyjson::ObjectWriter::new(out, indent, level);
+    let inner = o.inner();
+    pyjson::write_string(o.key("bucket_id"), &bucket.bucket_id.to_string());
+    pyjson::write_int(
+        o.key("earliest_consumer"),
+        bucket.earliest_consumer() as i128,
+    );
+    o.key("fusable").push_str(bool_text(bucket.fusable()));
+    pyjson::write_int(o.key("latest_input"), bucket.latest_input() as i128);
+    let mut offset: u128 = 0;
+    pyjson::write_list_with(
+        o.key("members"),
+        &bucket.members,
+        indent,
+        inner,
+        |out, m| {
+            let numel = m.local_numel();
+            write_candidate(out, m, Some((offset, numel)), indent, inner + 1);
+            offset = offset.saturating_add(numel);
+        },
+    );
+    o.key("rewrite_supported").push_str(bool_text(
+        bucket.supports_rs_rewrite() || bucket.supports_ag_rewrite(),
+    ));
+    pyjson::write_int(o.key("size_bytes"), clamp(bucket.size_bytes()));
+    o.end();
+}
+
+/// [`describe_decision`] written straight to `out` at `level` of the indented layout.
+fn write_decision(out: &mut String, d: &super::Decision, graph: &Graph, level: usize) {
+    let mut o = pyjson::ObjectWriter::new(out, Some(1), level);
+    pyjson::write_string(o.key("action"), d.action.as_str());
+    pyjson::write_string(o.key("node"), &graph.node(d.node).name);
+    if let Some(previous) = d.previous_node {
+        pyjson::write_string(o.key("previous_node"), &graph.node(previous).name);
+    }
+    pyjson::write_string(o.key("reason"), d.reason.as_str());
+    o.end();
+}
+
+/// [`super::WireRecord::to_value`] written straight to `out` in [`pyjson::dumps`]'s layout.
+fn write_wire_record(out: &mut String, record: &super::WireRecord, graph: &Graph) {
+    let node = graph.node(record.node);
+    let meta = |out: &mut String, key: &str| match node.meta(key) {
+        Some(v) => pyjson::write_compact(out, v),
+        None => out.push_str("null"),
+    };
+    out.push('[');
+    meta(out, "comm_type");
+    out.push_str(", ");
+    meta(out, "param_name");
+    out.push_str(", ");
+    meta(out, "state_idx");
+    out.push_str(", ");
+    // The bucket spec with its device reduced to the device type.
+    let mut entries: Vec<(&str, &PyValue)> = match node.meta("fsdp_bucket_spec") {
+        Some(PyValue::Dict(map)) => map.iter().map(|(k, v)| (k.as_str(), v)).collect(),
+        _ => Vec::new(),
+    };
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push('{');
+    for (i, (key, value)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        pyjson::write_string(out, key);
+        out.push_str(": ");
+        if *key == "device" {
+            let text = value.py_str();
+            pyjson::write_string(out, text.split(':').next().unwrap_or_default());
+        } else {
+            pyjson::write_compact(out, value);
+        }
+    }
+    out.push_str("}, ");
+    let is_rs = node.meta_str("comm_type") == Some(CollectiveKind::ReduceScatter.as_str());
+    if is_rs && node.args.len() > 1 {
+        pyjson::write_compact(out, &node.args[1]);
+    } else {
+        out.push_str("null");
+    }
+    out.push(']');
+}
+
 /// `BucketPlan.group_digest(group)`: layout and order for one process group, without
 /// rank-local device indices. The JSON is hashed as it is written, a bucket at a time.
 pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
@@ -109,22 +253,23 @@ pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
     let layouts = plan
         .buckets
         .iter()
-        .filter(|b| b.members.first().is_some_and(|m| &*m.key.group == group))
-        .map(|b| PyValue::List(b.members.iter().map(describe_candidate).collect()));
-    pyjson::write_list_of(&mut text, layouts, None, 0, &mut flush);
+        .filter(|b| b.members.first().is_some_and(|m| &*m.key.group == group));
+    pyjson::write_list_with(&mut text, layouts, None, 0, |out, b| {
+        pyjson::write_list_with(out, &b.members, None, 1, |out, m| {
+            write_candidate(out, m, None, None, 2)
+        });
+        flush(out);
+    });
     text.push_str(", ");
     let records = plan
         .wire_collectives
         .get(group)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    pyjson::write_list_of(
-        &mut text,
-        records.iter().map(|r| r.to_value(graph)),
-        None,
-        0,
-        &mut flush,
-    );
+    pyjson::write_list_with(&mut text, records, None, 0, |out, r| {
+        write_wire_record(out, r, graph);
+        flush(out);
+    });
     text.push(']');
     hasher.update(text.as_bytes());
     pyjson::hex(&hasher.finalize())
@@ -249,20 +394,14 @@ pub fn plan_to_json(plan: &BucketPlan, graph: &Graph) -> String {
     for (i, (key, value)) in top.iter().enumerate() {
         pyjson::write_indented_key(&mut out, key, i == 0, 0);
         match key.as_str() {
-            "buckets" => pyjson::write_list_of(
-                &mut out,
-                plan.buckets.iter().map(describe_bucket),
-                Some(1),
-                1,
-                &mut |_| {},
-            ),
-            "decisions" => pyjson::write_list_of(
-                &mut out,
-                plan.decisions.iter().map(|d| describe_decision(d, graph)),
-                Some(1),
-                1,
-                &mut |_| {},
-            ),
+            "buckets" => pyjson::write_list_with(&mut out, &plan.buckets, Some(1), 1, |out, b| {
+                write_bucket(out, b, 2)
+            }),
+            "decisions" => {
+                pyjson::write_list_with(&mut out, &plan.decisions, Some(1), 1, |out, d| {
+                    write_decision(out, d, graph, 2)
+                })
+            }
             _ => pyjson::write_indented(&mut out, value, 1),
         }
     }
