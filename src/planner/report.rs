@@ -102,7 +102,7 @@ fn write_candidate(
     let bool_text = |b: bool| if b { "true" } else { "false" };
     o.key("backward").push_str(bool_text(key.backward));
     pyjson::write_string(o.key("device_type"), candidate.device_type());
-    pyjson::write_string(o.key("dtype"), &key.dtype);
+    pyjson::write_string(o.key("dtype"), key.dtype);
     pyjson::write_string(o.key("group"), &key.group);
     write_ints(o.key("input_shape"), &candidate.input_shape, indent, inner);
     pyjson::write_string(o.key("kind"), key.kind.as_str());
@@ -126,7 +126,7 @@ fn write_candidate(
     pyjson::write_string(o.key("param_name"), &candidate.param_name);
     write_ints(o.key("ranks"), &key.ranks, indent, inner);
     match &key.reduce_op {
-        Some(op) => pyjson::write_string(o.key("reduce_op"), &op.to_string()),
+        Some(op) => pyjson::write_string(o.key("reduce_op"), op.as_ref()),
         None => o.key("reduce_op").push_str("null"),
     }
     pyjson::write_string(o.key("scope"), &key.scope);
