@@ -126,7 +126,7 @@ fn write_candidate(
     pyjson::write_string(o.key("param_name"), &candidate.param_name);
     write_ints(o.key("ranks"), &key.ranks, indent, inner);
     match &key.reduce_op {
-        Some(op) => pyjson::write_string(o.key("reduce_op"), op.as_ref()),
+        Some(op) => pyjson::write_string(o.key("reduce_op"), op),
         None => o.key("reduce_op").push_str("null"),
     }
     pyjson::write_string(o.key("scope"), &key.scope);
