@@ -61,7 +61,7 @@ pub struct Node {
     /// Canonical target name (`aten.mm.default`, `_operator.getitem`, ...).
     pub target: String,
     pub args: Vec<PyValue>,
-    pub kwargs: crate::value::Dict,
+    pub kwargs: crate::value::Kwargs,
     pub meta: Meta,
     /// Whether the result aliases an input without writing it; `None` when not recorded.
     pub alias: Option<bool>,
@@ -71,12 +71,57 @@ pub struct Node {
     pub repr: Option<NodeRepr>,
 }
 
-/// Python's own renderings of a node, used verbatim by the graph signature.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Python's own renderings of a node, used verbatim by the graph signature. Held as one
+/// string and two offsets (24 bytes and one allocation, where three `String`s took 72 and
+/// three): a dump has one per node.
+#[derive(Clone, PartialEq, Eq)]
 pub struct NodeRepr {
-    pub target: String,
-    pub args: String,
-    pub kwargs: String,
+    text: Box<str>,
+    args_at: u32,
+    kwargs_at: u32,
+}
+
+impl NodeRepr {
+    /// `None` when the three together are 4 GiB or more (a dump's input limit is far below).
+    pub fn new(target: &str, args: &str, kwargs: &str) -> Option<NodeRepr> {
+        let args_at = u32::try_from(target.len()).ok()?;
+        let kwargs_at = u32::try_from(target.len() + args.len()).ok()?;
+        u32::try_from(target.len() + args.len() + kwargs.len()).ok()?;
+        let mut text = String::with_capacity(target.len() + args.len() + kwargs.len());
+        text.push_str(target);
+        text.push_str(args);
+        text.push_str(kwargs);
+        Some(NodeRepr {
+            text: text.into_boxed_str(),
+            args_at,
+            kwargs_at,
+        })
+    }
+
+    /// `str(node.target)`.
+    pub fn target(&self) -> &str {
+        &self.text[..self.args_at as usize]
+    }
+
+    /// `str(node.args)`.
+    pub fn args(&self) -> &str {
+        &self.text[self.args_at as usize..self.kwargs_at as usize]
+    }
+
+    /// `str(node.kwargs)`.
+    pub fn kwargs(&self) -> &str {
+        &self.text[self.kwargs_at as usize..]
+    }
+}
+
+impl std::fmt::Debug for NodeRepr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeRepr")
+            .field("target", &self.target())
+            .field("args", &self.args())
+            .field("kwargs", &self.kwargs())
+            .finish()
+    }
 }
 
 /// `node.op`.
@@ -818,11 +863,11 @@ fn read_node(i: usize, item: J, index: &dyn Fn(&str) -> Option<usize>) -> Result
                     "missing; repr has \"target\", \"args\" and \"kwargs\"".into(),
                 )),
             };
-            Some(NodeRepr {
-                target: text("target")?,
-                args: text("args")?,
-                kwargs: text("kwargs")?,
-            })
+            let (target, args, kwargs) = (text("target")?, text("args")?, text("kwargs")?);
+            Some(
+                NodeRepr::new(&target, &args, &kwargs)
+                    .ok_or_else(|| err("repr", "longer than 4 GiB in all".into()))?,
+            )
         }
         Some(other) => {
             return Err(err(
@@ -839,7 +884,7 @@ fn read_node(i: usize, item: J, index: &dyn Fn(&str) -> Option<usize>) -> Result
         op,
         target,
         args,
-        kwargs,
+        kwargs: kwargs.into(),
         meta: Meta::from(meta),
         alias,
         impure,
@@ -1583,8 +1628,8 @@ fn check_node<'de>(
     let repr = match raw.repr {
         Slot::Missing | Slot::Got(None) => None,
         Slot::Got(Some(fields)) => {
-            let text = |value: Slot<Cow<'_, str>>, key: &str| match value {
-                Slot::Got(s) => Ok(s.into_owned()),
+            let text = |value: Slot<Cow<'de, str>>, key: &str| match value {
+                Slot::Got(s) => Ok(s),
                 Slot::Wrong(kind) => Err(err(
                     &format!("repr.{key}"),
                     format!("expected a string, found {}", kind.describe()),
@@ -1594,11 +1639,13 @@ fn check_node<'de>(
                     "missing; repr has \"target\", \"args\" and \"kwargs\"".into(),
                 )),
             };
-            Some(NodeRepr {
-                target: text(fields.target, "target")?,
-                args: text(fields.args, "args")?,
-                kwargs: text(fields.kwargs, "kwargs")?,
-            })
+            let target = text(fields.target, "target")?;
+            let args = text(fields.args, "args")?;
+            let kwargs = text(fields.kwargs, "kwargs")?;
+            Some(
+                NodeRepr::new(&target, &args, &kwargs)
+                    .ok_or_else(|| err("repr", "longer than 4 GiB in all".into()))?,
+            )
         }
         Slot::Wrong(kind) => {
             return Err(err(
@@ -1615,7 +1662,7 @@ fn check_node<'de>(
         op,
         target,
         args,
-        kwargs,
+        kwargs: kwargs.into(),
         meta,
         alias,
         impure,

@@ -82,9 +82,9 @@ fn node(n: &Node) -> J {
     }
     if let Some(r) = &n.repr {
         let mut repr = Map::new();
-        repr.insert("target".into(), J::from(r.target.clone()));
-        repr.insert("args".into(), J::from(r.args.clone()));
-        repr.insert("kwargs".into(), J::from(r.kwargs.clone()));
+        repr.insert("target".into(), J::from(r.target()));
+        repr.insert("args".into(), J::from(r.args()));
+        repr.insert("kwargs".into(), J::from(r.kwargs()));
         o.insert("repr".into(), J::Object(repr));
     }
     J::Object(o)

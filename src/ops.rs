@@ -222,7 +222,6 @@ pub fn is_wait(node: &Node) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Dict;
 
     fn call(target: &str, args: Vec<PyValue>) -> Node {
         Node {
@@ -230,7 +229,7 @@ mod tests {
             op: Op::CallFunction,
             target: target.into(),
             args,
-            kwargs: Dict::default(),
+            kwargs: Default::default(),
             meta: Default::default(),
             alias: None,
             impure: None,

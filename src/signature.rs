@@ -93,9 +93,9 @@ impl SignatureHasher {
 pub fn python_strings(node: &Node) -> (Cow<'_, str>, Cow<'_, str>, Cow<'_, str>) {
     if let Some(repr) = &node.repr {
         return (
-            Cow::Borrowed(&repr.target),
-            Cow::Borrowed(&repr.args),
-            Cow::Borrowed(&repr.kwargs),
+            Cow::Borrowed(repr.target()),
+            Cow::Borrowed(repr.args()),
+            Cow::Borrowed(repr.kwargs()),
         );
     }
     let target = python_target_str(node);

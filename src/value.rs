@@ -41,6 +41,63 @@ pub enum PyValue {
 /// A Python `dict` with `str` keys, in insertion order (also a node's `kwargs` and `meta`).
 pub type Dict = IndexMap<Key, PyValue>;
 
+/// A node's `kwargs`: a [`Dict`] that is nearly always empty, so held boxed and only when it
+/// has entries (8 bytes in a node, where the map takes 72). Reads as a `Dict`; writing through
+/// it (`DerefMut`) makes room.
+#[derive(Clone, Default)]
+pub struct Kwargs(Option<Box<Dict>>);
+
+impl Kwargs {
+    pub fn new() -> Kwargs {
+        Kwargs(None)
+    }
+}
+
+impl From<Dict> for Kwargs {
+    fn from(map: Dict) -> Kwargs {
+        Kwargs((!map.is_empty()).then(|| Box::new(map)))
+    }
+}
+
+impl std::ops::Deref for Kwargs {
+    type Target = Dict;
+
+    fn deref(&self) -> &Dict {
+        static EMPTY: std::sync::OnceLock<Dict> = std::sync::OnceLock::new();
+        match &self.0 {
+            Some(map) => map,
+            None => EMPTY.get_or_init(Dict::new),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Kwargs {
+    fn deref_mut(&mut self) -> &mut Dict {
+        self.0.get_or_insert_with(Default::default)
+    }
+}
+
+impl PartialEq for Kwargs {
+    fn eq(&self, other: &Kwargs) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Kwargs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<'a> IntoIterator for &'a Kwargs {
+    type Item = (&'a Key, &'a PyValue);
+    type IntoIter = indexmap::map::Iter<'a, Key, PyValue>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// A reference to a node by name, resolved to its position when it exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRef {
