@@ -136,6 +136,15 @@ impl Planned {
         plan_json_with(&self.plan, &self.graph, self.derived.as_ref())
     }
 
+    /// [`Planned::to_json`] written to `w`, without holding the whole report when the tags
+    /// are the dump's own.
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match &self.derived {
+            None => planner::report::write_plan_json(&self.plan, &self.graph, w),
+            Some(_) => w.write_all(self.to_json().as_bytes()),
+        }
+    }
+
     /// The plan in plain words, opening with what its tags rest on (or why it is empty).
     /// The text form, safe for a terminal (`text::terminal_safe`).
     pub fn to_text(&self) -> String {

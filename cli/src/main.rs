@@ -155,6 +155,25 @@ pub fn read_file(path: &str) -> Result<Vec<u8>, CliError> {
 }
 
 /// Writes `text` to `out` or to stdout.
+/// Writes what `write` produces to the file `out`, or to stdout, a piece at a time.
+pub fn write_output_with(
+    out: Option<&str>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    match out {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| CliError::Failed(format!("cannot write {path}: {e}")))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+            write(&mut w).map_err(|e| CliError::Failed(format!("cannot write {path}: {e}")))
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            write(&mut stdout).map_err(|e| CliError::Failed(format!("cannot write stdout: {e}")))
+        }
+    }
+}
+
 pub fn write_output(out: Option<&str>, text: &str) -> Result<(), CliError> {
     match out {
         Some(path) => std::fs::write(path, text)

@@ -1,7 +1,9 @@
 //! `commlens plan DUMP [--graph K] [--args ARGS.json] [--tags dump|roles] [--format json|text]
 //! [-o OUT]`: print the plan report (the reference's JSON, or the same plan in plain words).
 
-use crate::{keep_until_exit, print_notes, read_file, write_output, CliError, GraphChoice};
+use crate::{
+    keep_until_exit, print_notes, read_file, write_output, write_output_with, CliError, GraphChoice,
+};
 use commlens::TagMode;
 use std::process::ExitCode;
 
@@ -50,17 +52,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     )
     .map_err(|e| CliError::Failed(e.to_string()))?;
     print_notes(&args.dump, &planned.graph.dump.warnings);
-    let report = match args.format {
+    match args.format {
         Format::Json => {
             // The JSON stays the reference's report; the note goes beside it.
             if let Some(note) = &planned.note {
                 eprintln!("{note}");
             }
-            planned.to_json()
+            write_output_with(args.out.as_deref(), |w| planned.write_json(w))?;
         }
-        Format::Text => planned.to_text(),
-    };
-    write_output(args.out.as_deref(), &report)?;
-    keep_until_exit((planned, report));
+        Format::Text => write_output(args.out.as_deref(), &planned.to_text())?,
+    }
+    keep_until_exit(planned);
     Ok(ExitCode::SUCCESS)
 }

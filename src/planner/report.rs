@@ -383,30 +383,65 @@ fn plan_to_value_without_lists(plan: &BucketPlan, graph: &Graph) -> PyValue {
 /// decision at a time: the whole [`plan_to_value`] of a large plan takes several times the
 /// report's size.
 pub fn plan_to_json(plan: &BucketPlan, graph: &Graph) -> String {
+    let mut out = String::with_capacity(plan.buckets.len() * 1024 + plan.decisions.len() * 128);
+    write_report(plan, graph, &mut out, &mut |_| {});
+    out
+}
+
+/// [`plan_to_json`] written to `w` a piece at a time, so that the report is never held whole
+/// (at 500k nodes it is 66 MB).
+pub fn write_plan_json(
+    plan: &BucketPlan,
+    graph: &Graph,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut failed = None;
+    let mut flush = |text: &mut String| {
+        if text.len() >= 1 << 16 && failed.is_none() {
+            failed = w.write_all(text.as_bytes()).err();
+            text.clear();
+        }
+    };
+    let mut out = String::with_capacity(1 << 17);
+    write_report(plan, graph, &mut out, &mut flush);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    w.write_all(out.as_bytes())?;
+    w.flush()
+}
+
+/// The report's text into `out`; `flush` sees it after each bucket and decision.
+fn write_report(
+    plan: &BucketPlan,
+    graph: &Graph,
+    out: &mut String,
+    flush: &mut dyn FnMut(&mut String),
+) {
     let PyValue::Dict(mut top) = plan_to_value_without_lists(plan, graph) else {
         unreachable!("plan_to_value_without_lists returns a dict")
     };
     top.insert(Key::from("buckets"), PyValue::None);
     top.insert(Key::from("decisions"), PyValue::None);
     top.sort_unstable_keys();
-    let mut out = String::with_capacity(plan.buckets.len() * 1024 + plan.decisions.len() * 128);
     out.push('{');
     for (i, (key, value)) in top.iter().enumerate() {
-        pyjson::write_indented_key(&mut out, key, i == 0, 0);
+        pyjson::write_indented_key(out, key, i == 0, 0);
         match key.as_str() {
-            "buckets" => pyjson::write_list_with(&mut out, &plan.buckets, Some(1), 1, |out, b| {
-                write_bucket(out, b, 2)
+            "buckets" => pyjson::write_list_with(&mut *out, &plan.buckets, Some(1), 1, |out, b| {
+                write_bucket(out, b, 2);
+                flush(out);
             }),
             "decisions" => {
-                pyjson::write_list_with(&mut out, &plan.decisions, Some(1), 1, |out, d| {
-                    write_decision(out, d, graph, 2)
+                pyjson::write_list_with(&mut *out, &plan.decisions, Some(1), 1, |out, d| {
+                    write_decision(out, d, graph, 2);
+                    flush(out);
                 })
             }
-            _ => pyjson::write_indented(&mut out, value, 1),
+            _ => pyjson::write_indented(out, value, 1),
         }
     }
     out.push_str("\n}\n");
-    out
 }
 
 pub use crate::signature::{graph_signature, python_strings, SignatureHasher};
@@ -507,6 +542,9 @@ mod tests {
                 plan_to_json(&plan, &graph),
                 pyjson::dumps_indented(&whole) + "\n"
             );
+            let mut written = Vec::new();
+            write_plan_json(&plan, &graph, &mut written).unwrap();
+            assert_eq!(written, plan_to_json(&plan, &graph).into_bytes());
             for group in plan.group_ranks.keys() {
                 let layouts: Vec<PyValue> = plan
                     .buckets
