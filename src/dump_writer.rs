@@ -54,7 +54,7 @@ fn node(n: &Node) -> J {
     let mut o = Map::new();
     o.insert("name".into(), J::from(n.name.clone()));
     o.insert("op".into(), J::from(n.op.as_str()));
-    o.insert("target".into(), J::from(n.target.clone()));
+    o.insert("target".into(), J::from(n.target.as_str()));
     o.insert("args".into(), J::Array(n.args.iter().map(arg).collect()));
     o.insert(
         "kwargs".into(),

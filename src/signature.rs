@@ -134,14 +134,14 @@ const OP_NAMESPACES: &[&str] = &[
 fn python_target_str(node: &Node) -> String {
     use crate::dump::Op;
     if node.op != Op::CallFunction {
-        return node.target.clone();
+        return node.target.to_string();
     }
     if let Some(name) = node.target.strip_prefix("_operator.") {
         return format!("<built-in function {name}>");
     }
     let namespace = node.target.split('.').next().unwrap_or_default();
     if OP_NAMESPACES.contains(&namespace) {
-        return node.target.clone();
+        return node.target.to_string();
     }
     let last = node.target.rsplit('.').next().unwrap_or(&node.target);
     format!("<function {last}>")

@@ -81,7 +81,7 @@ impl CostReport {
                 node: name(c.node),
                 op: nodes
                     .get(c.node)
-                    .map(|n| n.target.clone())
+                    .map(|n| n.target.to_string())
                     .unwrap_or_default(),
                 c10d: c.api == crate::ops::Api::C10d,
                 coll: c.coll.as_str(),
@@ -100,7 +100,7 @@ impl CostReport {
                 node: name(c.node),
                 target: nodes
                     .get(c.node)
-                    .map(|n| n.target.clone())
+                    .map(|n| n.target.to_string())
                     .unwrap_or_default(),
                 flops: c.flops,
                 us: model.timing.node_us.get(c.node).copied().unwrap_or(0.0),

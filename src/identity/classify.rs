@@ -421,7 +421,11 @@ fn script_object_group(graph: &Graph, id: NodeId) -> Option<String> {
     if node.op != Op::GetAttr {
         return None;
     }
-    let object = graph.dump.script_objects.as_ref()?.get(&node.target)?;
+    let object = graph
+        .dump
+        .script_objects
+        .as_ref()?
+        .get(node.target.as_str())?;
     match object.get("group_name")? {
         serde_json::Value::String(name) => Some(name.clone()),
         serde_json::Value::Number(n) => Some(n.to_string()),

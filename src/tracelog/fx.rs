@@ -356,7 +356,7 @@ impl<'s> Builder<'s, '_> {
                 let node = Node {
                     name: name.to_string(),
                     op: Op::Placeholder,
-                    target: target.to_string(),
+                    target: target.into(),
                     args,
                     kwargs: Default::default(),
                     meta: meta.into(),
@@ -480,7 +480,7 @@ impl<'s> Builder<'s, '_> {
         let node = Node {
             name: name.to_string(),
             op,
-            target,
+            target: target.into(),
             args,
             kwargs: kwargs.into(),
             meta: meta.into(),
@@ -664,7 +664,7 @@ impl<'s> Builder<'s, '_> {
         self.nodes.push(Node {
             name,
             op: Op::Output,
-            target: "output".to_string(),
+            target: "output".into(),
             args: vec![value],
             kwargs: Default::default(),
             meta: Default::default(),

@@ -171,7 +171,7 @@ pub fn detail(props: &DetailProps) -> Html {
         <section class="detail" id="detail" aria-label="Detail" aria-live="polite">
             <h2>{ format!("Node #{id}: ") }<code>{ node.name.clone() }</code></h2>
             <p><span class="muted">{"op "}</span><code>{ node.op.as_str() }</code>
-               <span class="muted">{" target "}</span><code>{ node.target.clone() }</code></p>
+               <span class="muted">{" target "}</span><code>{ node.target.to_string() }</code></p>
             if let Some(r) = row {
                 <p>{ super::role_badge(r.role.as_deref(), r.source) }
                    { format!(" {} · group {} · {}", r.lane.label(), crate::model::group_label(r.group.as_deref()), r.bytes.map(human_bytes).unwrap_or_else(|| "bytes unknown".into())) }</p>
