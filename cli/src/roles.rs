@@ -1,7 +1,9 @@
 //! `commlens roles DUMP [--graph K] [--json]`: the semantic identity of every collective, where it came
 //! from, the diagnostics and the coverage (`semantic-identity.md`).
 
-use crate::{keep_until_exit, print_notes, read_file, write_output, CliError, GraphChoice};
+use crate::{
+    keep_until_exit, print_notes, read_file, write_output, write_output_with, CliError, GraphChoice,
+};
 use commlens::identity::json::RolesReport;
 use std::process::ExitCode;
 
@@ -23,12 +25,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
     print_notes(&args.dump, &graph.dump.warnings);
     let report = RolesReport::new(graph);
-    let text = if args.json {
-        report.to_json()
+    if args.json {
+        write_output_with(None, |w| report.write_json(w))?;
     } else {
-        report.to_text()
-    };
-    write_output(None, &text)?;
-    keep_until_exit((report, text));
+        write_output(None, &report.to_text())?;
+    }
+    keep_until_exit(report);
     Ok(ExitCode::SUCCESS)
 }
