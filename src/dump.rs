@@ -449,16 +449,28 @@ pub(crate) fn decode_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
 /// Reads the JSON text of a dump.
 fn read_text_into(text: Vec<u8>, sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
     let text: DumpText = std::sync::Arc::new(text);
-    // As `serde_json::from_slice`: the value, then nothing but whitespace.
-    let mut deserializer = serde_json::Deserializer::from_slice(&text);
-    let document = Tolerant(DocumentWant { sink, text: &text })
-        .deserialize(&mut deserializer)
-        .and_then(|document| deserializer.end().map(|()| document))
-        .map_err(|e| DumpError::Json {
-            line: e.line(),
-            column: e.column(),
-            message: json_message(&e),
-        })?;
+    // As `serde_json::from_slice`: the value, then nothing but whitespace. Text that is UTF-8
+    // throughout (every valid dump) is read as a `str`, so serde_json does not check each
+    // string again; other text is read as bytes, which finds and reports the first bad
+    // sequence exactly as before.
+    fn parse<'de, R: serde_json::de::Read<'de>>(
+        mut deserializer: serde_json::Deserializer<R>,
+        want: DocumentWant<'_>,
+    ) -> serde_json::Result<Slot<RawDocument>> {
+        Tolerant(want)
+            .deserialize(&mut deserializer)
+            .and_then(|document| deserializer.end().map(|()| document))
+    }
+    let want = DocumentWant { sink, text: &text };
+    let parsed = match std::str::from_utf8(&text) {
+        Ok(utf8) => parse(serde_json::Deserializer::from_str(utf8), want),
+        Err(_) => parse(serde_json::Deserializer::from_slice(&text), want),
+    };
+    let document = parsed.map_err(|e| DumpError::Json {
+        line: e.line(),
+        column: e.column(),
+        message: json_message(&e),
+    })?;
     match document {
         Slot::Got(document) => read_top(document.top, document.nodes),
         Slot::Wrong(kind) => Err(not_an_object(kind.describe())),
