@@ -105,21 +105,10 @@ pub fn write_list_of(
     level: usize,
     flush: &mut dyn FnMut(&mut String),
 ) {
-    let item_separator = if indent.is_some() { "," } else { ", " };
-    let mut any = false;
-    for item in items {
-        out.push_str(if any { item_separator } else { "[" });
-        any = true;
-        newline(out, indent, level + 1);
+    write_list_with(out, items, indent, level, |out, item| {
         write_value(out, &item, indent, level + 1);
         flush(out);
-    }
-    if !any {
-        out.push_str("[]");
-        return;
-    }
-    newline(out, indent, level);
-    out.push(']');
+    });
 }
 
 /// [`write_value`] at `level` of the indented layout ([`dumps_indented`]'s).

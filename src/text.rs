@@ -118,6 +118,30 @@ pub fn into_xml_chars(text: String) -> String {
     }
 }
 
+/// Writes to `w` the text `fill` makes, a piece at a time: `fill` writes into a buffer and
+/// calls the flush it is given after each item, which hands the buffer to `w` once it holds
+/// 64 KiB. A long report is then never held whole. The first write error stops the writing
+/// and is returned.
+pub fn write_in_pieces(
+    w: &mut dyn std::io::Write,
+    fill: impl FnOnce(&mut String, &mut dyn FnMut(&mut String)),
+) -> std::io::Result<()> {
+    let mut failed = None;
+    let mut flush = |text: &mut String| {
+        if text.len() >= 1 << 16 && failed.is_none() {
+            failed = w.write_all(text.as_bytes()).err();
+            text.clear();
+        }
+    };
+    let mut out = String::with_capacity(1 << 17);
+    fill(&mut out, &mut flush);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    w.write_all(out.as_bytes())?;
+    w.flush()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

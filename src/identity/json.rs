@@ -151,20 +151,7 @@ fn write_pretty_fields(
     fields: Vec<(&str, Field<'_>)>,
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let mut failed = None;
-    let mut flush = |text: &mut String| {
-        if text.len() >= 1 << 16 && failed.is_none() {
-            failed = w.write_all(text.as_bytes()).err();
-            text.clear();
-        }
-    };
-    let mut out = String::with_capacity(1 << 17);
-    pretty_fields_into(fields, &mut out, &mut flush);
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    w.write_all(out.as_bytes())?;
-    w.flush()
+    crate::text::write_in_pieces(w, |out, flush| pretty_fields_into(fields, out, flush))
 }
 
 /// [`pretty_fields`]'s text into `out`; `flush` sees it after each array item.

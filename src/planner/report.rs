@@ -25,8 +25,21 @@ fn int_list(items: &[i128]) -> PyValue {
     PyValue::List(items.iter().map(|&i| PyValue::Int(i)).collect())
 }
 
+/// A `u128` as Python's `int`, clamped to what `PyValue::Int` holds.
+fn clamped(value: u128) -> i128 {
+    value.min(i128::MAX as u128) as i128
+}
+
 fn uint(value: u128) -> PyValue {
-    PyValue::Int(value.min(i128::MAX as u128) as i128)
+    PyValue::Int(clamped(value))
+}
+
+fn json_bool(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
 }
 
 /// `Candidate.describe()`.
@@ -95,20 +108,18 @@ fn write_candidate(
     indent: Option<usize>,
     level: usize,
 ) {
-    let clamp = |v: u128| v.min(i128::MAX as u128) as i128;
     let mut o = pyjson::ObjectWriter::new(out, indent, level);
     let inner = o.inner();
     let key = &candidate.key;
-    let bool_text = |b: bool| if b { "true" } else { "false" };
-    o.key("backward").push_str(bool_text(key.backward));
+    o.key("backward").push_str(json_bool(key.backward));
     pyjson::write_string(o.key("device_type"), candidate.device_type());
     pyjson::write_string(o.key("dtype"), key.dtype);
     pyjson::write_string(o.key("group"), &key.group);
     write_ints(o.key("input_shape"), &candidate.input_shape, indent, inner);
     pyjson::write_string(o.key("kind"), key.kind.as_str());
     if let Some((offset, numel)) = local {
-        pyjson::write_int(o.key("local_numel"), clamp(numel));
-        pyjson::write_int(o.key("local_offset"), clamp(offset));
+        pyjson::write_int(o.key("local_numel"), clamped(numel));
+        pyjson::write_int(o.key("local_offset"), clamped(offset));
     }
     pyjson::write_list_with(
         o.key("module_fqns"),
@@ -143,8 +154,6 @@ fn write_ints(out: &mut String, items: &[i128], indent: Option<usize>, level: us
 /// [`describe_bucket`] written straight to `out` at `level` of the indented layout.
 fn write_bucket(out: &mut String, bucket: &Bucket, level: usize) {
     let indent = Some(1);
-    let clamp = |v: u128| v.min(i128::MAX as u128) as i128;
-    let bool_text = |b: bool| if b { "true" } else { "false" };
     let mut o = pyjson::ObjectWriter::new(out, indent, level);
     let inner = o.inner();
     pyjson::write_string(o.key("bucket_id"), &bucket.bucket_id.to_string());
@@ -152,7 +161,7 @@ fn write_bucket(out: &mut String, bucket: &Bucket, level: usize) {
         o.key("earliest_consumer"),
         bucket.earliest_consumer() as i128,
     );
-    o.key("fusable").push_str(bool_text(bucket.fusable()));
+    o.key("fusable").push_str(json_bool(bucket.fusable()));
     pyjson::write_int(o.key("latest_input"), bucket.latest_input() as i128);
     let mut offset: u128 = 0;
     pyjson::write_list_with(
@@ -166,10 +175,10 @@ fn write_bucket(out: &mut String, bucket: &Bucket, level: usize) {
             offset = offset.saturating_add(numel);
         },
     );
-    o.key("rewrite_supported").push_str(bool_text(
+    o.key("rewrite_supported").push_str(json_bool(
         bucket.supports_rs_rewrite() || bucket.supports_ag_rewrite(),
     ));
-    pyjson::write_int(o.key("size_bytes"), clamp(bucket.size_bytes()));
+    pyjson::write_int(o.key("size_bytes"), clamped(bucket.size_bytes()));
     o.end();
 }
 
@@ -395,20 +404,7 @@ pub fn write_plan_json(
     graph: &Graph,
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let mut failed = None;
-    let mut flush = |text: &mut String| {
-        if text.len() >= 1 << 16 && failed.is_none() {
-            failed = w.write_all(text.as_bytes()).err();
-            text.clear();
-        }
-    };
-    let mut out = String::with_capacity(1 << 17);
-    write_report(plan, graph, &mut out, &mut flush);
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    w.write_all(out.as_bytes())?;
-    w.flush()
+    crate::text::write_in_pieces(w, |out, flush| write_report(plan, graph, out, flush))
 }
 
 /// The report's text into `out`; `flush` sees it after each bucket and decision.

@@ -107,6 +107,10 @@ test('compare: one dump under two settings is the CLI diff, charts share one vie
   assert.ok(diff.collectives.some((c) => c.change !== 'same'), 'the settings change the plan');
   const changed = diff.collectives.filter((c) => c.change !== 'same');
   assert.equal(await app.page.locator('#changes h2').innerText(), `Changed collectives (${changed.length})`);
+  // The diff in plain words is written out only once its panel is opened.
+  assert.equal(await app.page.locator('.diff-text pre').count(), 0);
+  await app.page.click('.diff-text summary');
+  assert.match(await app.text('.diff-text pre'), /^plan diff of one graph \(signature [0-9a-f]{12}\)/);
   // Changed buckets are drawn at full strength, the others dimmed.
   for (const [side, scope] of [['before', '#chart-before'], ['after', '#chart-after']]) {
     const ids = new Set(changed.map((c) => c[side] && c[side].bucket_id).filter(Boolean));
@@ -386,9 +390,14 @@ test('compare: a base from a link that cannot be read is named (it downloads in 
     [`${server.url}${big}`, '&limit_mb=1', /synth_100000\.json is .* more than the .* this page reads .*limit_mb=4\d/],
     [`${closed.url}x.json`, '', /could not fetch http:\/\/127\.0\.0\.1:\d+\/x\.json: .* the server is unreachable/],
   ]) {
-    const app = await openApp(t, { path: `?view=compare&src=${after}&base=${encodeURIComponent(base)}${extra}` });
+    const app = await openApp(t, { path: '?view=compare' });
+    await app.waitForRendered('header');
+    const workers = [];
+    app.page.on('worker', (w) => workers.push(w));
+    await app.page.goto(new URL(`?view=compare&src=${after}&base=${encodeURIComponent(base)}${extra}`, app.page.url()).href);
     await app.waitForRendered('#error');
     assert.match(await app.text('#error'), re);
+    assert.equal(workers.length, 1, 'the base was fetched by a worker of its own');
   }
 });
 
