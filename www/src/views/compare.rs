@@ -313,27 +313,39 @@ struct Request {
 /// Starts reading an input now, to be awaited later: a link's in a worker of its own, so
 /// that the base downloads while this thread reads and plans the other side.
 fn read_in_background(input: Input, limit_mb: Option<u64>) -> js_sys::Promise {
+    // Resolves with `[label, bytes]`, or with why it could not as a string; it never rejects,
+    // because it may fail before anything awaits it, and the page would count a rejection
+    // nobody handled yet as an uncaught error.
     wasm_bindgen_futures::future_to_promise(async move {
-        let fail = |e: String| wasm_bindgen::JsValue::from_str(&e);
-        let (label, bytes) = match &input {
-            Input::Source(source) => {
-                let (url, label) = super::source_url(source).map_err(fail)?;
-                // A worker resolves relative URLs against its own (blob:) address.
-                let url = browser::absolute(&url);
-                let promise = browser::fetch_off_thread(&url, crate::limits::bytes(limit_mb));
-                let bytes = wasm_bindgen_futures::JsFuture::from(promise).await?;
-                (label, js_sys::Uint8Array::new(&bytes))
-            }
-            Input::File(_) => {
-                let (label, _, bytes) = read_input(&input, limit_mb).await.map_err(fail)?;
-                (label, js_sys::Uint8Array::from(&bytes[..]))
-            }
-        };
-        let pair = js_sys::Array::new();
-        pair.push(&label.into());
-        pair.push(&bytes);
-        Ok(pair.into())
+        Ok(match read_pair(&input, limit_mb).await {
+            Ok(pair) => pair,
+            Err(e) => wasm_bindgen::JsValue::from_str(&e),
+        })
     })
+}
+
+/// `[label, bytes]` of an input: a link's fetched in a worker of its own.
+async fn read_pair(input: &Input, limit_mb: Option<u64>) -> Result<wasm_bindgen::JsValue, String> {
+    let (label, bytes) = match input {
+        Input::Source(source) => {
+            let (url, label) = super::source_url(source)?;
+            // A worker resolves relative URLs against its own (blob:) address.
+            let url = browser::absolute(&url);
+            let promise = browser::fetch_off_thread(&url, crate::limits::bytes(limit_mb));
+            let bytes = wasm_bindgen_futures::JsFuture::from(promise)
+                .await
+                .map_err(|e| e.as_string().unwrap_or_else(|| browser::js_err(e)))?;
+            (label, js_sys::Uint8Array::new(&bytes))
+        }
+        Input::File(_) => {
+            let (label, _, bytes) = read_input(input, limit_mb).await?;
+            (label, js_sys::Uint8Array::from(&bytes[..]))
+        }
+    };
+    let pair = js_sys::Array::new();
+    pair.push(&label.into());
+    pair.push(&bytes);
+    Ok(pair.into())
 }
 
 /// The label and bytes [`read_in_background`] read, or why it could not.
@@ -341,6 +353,9 @@ async fn finish_reading(promise: js_sys::Promise) -> Result<(String, Vec<u8>), S
     let value = wasm_bindgen_futures::JsFuture::from(promise)
         .await
         .map_err(|e| e.as_string().unwrap_or_else(|| browser::js_err(e)))?;
+    if let Some(why) = value.as_string() {
+        return Err(why);
+    }
     let pair = js_sys::Array::from(&value);
     let label = pair.get(0).as_string().unwrap_or_default();
     let bytes = js_sys::Uint8Array::new(&pair.get(1)).to_vec();
