@@ -643,7 +643,7 @@ fn read_top(
         planner,
         script_objects,
         warnings,
-        signature: Some(signature),
+        signature,
     })
 }
 
@@ -1509,8 +1509,12 @@ impl<'de> Want<'de> for NodesWant<'_> {
     }
 }
 
+/// A dump's nodes once read: the nodes, the reader's warnings, and the graph signature (`None`
+/// when it was digested elsewhere: `crate::signature::digest_elsewhere`).
+type ReadNodes = (Vec<Node>, Vec<String>, Option<String>);
+
 impl ParsedNodes {
-    fn finish(self) -> Result<(Vec<Node>, Vec<String>, String), DumpError> {
+    fn finish(self) -> Result<ReadNodes, DumpError> {
         if let Some(e) = self.error {
             return Err(e);
         }

@@ -343,7 +343,7 @@ pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(
                         hasher: SignatureHasher::default(),
                     };
                     let mut dump = log.graph_into(index, &mut sink)?;
-                    dump.signature = Some(sink.hasher.finish());
+                    dump.signature = sink.hasher.finish();
                     Ok::<_, InputError>(dump)
                 },
                 &mut (),

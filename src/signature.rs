@@ -9,6 +9,7 @@ use crate::graph::Graph;
 use crate::pyjson;
 use crate::value::{py_repr_str, PyValue};
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 /// Metadata keys the signature covers: every `fsdp_*` key and these.
 const SIGNATURE_KEYS: [&str; 5] = [
@@ -22,38 +23,110 @@ const SIGNATURE_KEYS: [&str; 5] = [
 /// `graph_signature`: SHA-256 over each node's name, target, args, kwargs and planning
 /// metadata, so a plan can be matched to the graph snapshot it was made from.
 pub fn graph_signature(graph: &Graph) -> String {
-    let mut hasher = SignatureHasher::default();
+    let mut hasher = SignatureHasher::here();
     for node in graph.nodes() {
         hasher.add(node);
     }
-    hasher.finish()
+    hasher.finish().unwrap_or_default()
 }
 
 /// `graph_signature`, streamed: each node's record is hashed as it is visited, in graph order,
 /// and the records' JSON is never held whole.
+///
+/// Inside [`digest_elsewhere`], a hasher made with `default()` hands the records' bytes to
+/// that scope's sink instead of hashing them (a new hasher starts the sink's bytes over), and
+/// [`SignatureHasher::finish`] gives `None`.
 pub struct SignatureHasher {
-    hasher: sha2::Sha256,
+    /// `None`: the bytes go to the thread's [`digest_elsewhere`] sink.
+    hasher: Option<sha2::Sha256>,
     buffer: String,
     count: usize,
 }
 
+/// The bytes are flushed to the hash (or the sink) in pieces of about this size.
+const PIECE: usize = 1 << 15;
+
+/// Where [`digest_elsewhere`] hands the graph signature's bytes.
+pub trait RecordSink {
+    /// The records start over: the reader began another `nodes` array (a document that
+    /// repeats the key is read as JSON reads it, the last array counting).
+    fn restart(&mut self);
+    /// The next piece of the records' bytes.
+    fn write(&mut self, bytes: &[u8]);
+}
+
+thread_local! {
+    /// Where [`digest_elsewhere`] sends the records' bytes on this thread.
+    static ELSEWHERE: RefCell<Option<Box<dyn RecordSink>>> = const { RefCell::new(None) };
+}
+
+/// Runs `read` with the graph signature's bytes handed to `records`, a piece at a time, instead
+/// of hashed: for a host whose SHA-256 is much faster than this build's (in a browser,
+/// WebCrypto's is native code, where wasm has no SHA instructions and SHA-256 was a fifth of
+/// a read). Inside, the readers on this thread leave [`crate::Dump::signature`] as `None` and
+/// a [`crate::planner::Planner`] they prepare has an empty signature until
+/// [`crate::planner::Planner::set_signature`] gives it the SHA-256 (hex) of all the bytes
+/// handed out. Everything else the readers do (every check, every error) is unchanged.
+pub fn digest_elsewhere<T>(records: Box<dyn RecordSink>, read: impl FnOnce() -> T) -> T {
+    /// Clears the sink however `read` ends.
+    struct Scope(Option<Box<dyn RecordSink>>);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            ELSEWHERE.with(|e| *e.borrow_mut() = outer);
+        }
+    }
+    let outer = ELSEWHERE.with(|e| e.borrow_mut().replace(records));
+    let _scope = Scope(outer);
+    read()
+}
+
+/// Whether this thread's readers are inside [`digest_elsewhere`].
+pub fn digesting_elsewhere() -> bool {
+    ELSEWHERE.with(|e| e.borrow().is_some())
+}
+
 impl Default for SignatureHasher {
     fn default() -> Self {
-        use sha2::Digest;
-        let mut buffer = String::with_capacity(1 << 16);
-        buffer.push('[');
-        SignatureHasher {
-            hasher: sha2::Sha256::new(),
-            buffer,
-            count: 0,
-        }
+        let mut hasher = SignatureHasher::here();
+        ELSEWHERE.with(|e| {
+            if let Some(records) = e.borrow_mut().as_mut() {
+                records.restart();
+                hasher.hasher = None;
+            }
+        });
+        hasher
     }
 }
 
 impl SignatureHasher {
+    /// A hasher that hashes here, even inside [`digest_elsewhere`].
+    pub fn here() -> Self {
+        use sha2::Digest;
+        let mut buffer = String::with_capacity(PIECE * 2);
+        buffer.push('[');
+        SignatureHasher {
+            hasher: Some(sha2::Sha256::new()),
+            buffer,
+            count: 0,
+        }
+    }
+
+    fn flush(&mut self) {
+        use sha2::Digest;
+        match &mut self.hasher {
+            Some(hasher) => hasher.update(self.buffer.as_bytes()),
+            None => ELSEWHERE.with(|e| {
+                if let Some(records) = e.borrow_mut().as_mut() {
+                    records.write(self.buffer.as_bytes());
+                }
+            }),
+        }
+        self.buffer.clear();
+    }
+
     /// Adds the next node's record: `(name, str(target), str(args), str(kwargs), metadata)`.
     pub fn add(&mut self, node: &Node) {
-        use sha2::Digest;
         if self.count > 0 {
             self.buffer.push_str(", ");
         }
@@ -72,18 +145,18 @@ impl SignatureHasher {
             .collect();
         pyjson::write_dict_entries(&mut self.buffer, &mut metadata);
         self.buffer.push(']');
-        if self.buffer.len() >= 1 << 15 {
-            self.hasher.update(self.buffer.as_bytes());
-            self.buffer.clear();
+        if self.buffer.len() >= PIECE {
+            self.flush();
         }
     }
 
-    /// The hex digest of all records added.
-    pub fn finish(mut self) -> String {
+    /// The hex digest of all records added; `None` when they were handed out
+    /// ([`digest_elsewhere`]).
+    pub fn finish(mut self) -> Option<String> {
         use sha2::Digest;
         self.buffer.push(']');
-        self.hasher.update(self.buffer.as_bytes());
-        pyjson::hex(&self.hasher.finalize())
+        self.flush();
+        self.hasher.map(|hasher| pyjson::hex(&hasher.finalize()))
     }
 }
 
@@ -171,5 +244,92 @@ mod tests {
         let planner = crate::planner::Planner::new(Graph::new(by_hand));
         let plan = planner.plan(&crate::PlannerArgs::default()).unwrap();
         assert_eq!(plan.signature, recomputed);
+    }
+
+    /// The records' bytes, as a host digesting them elsewhere receives them.
+    #[derive(Clone, Default)]
+    struct Collected(std::rc::Rc<RefCell<(Vec<u8>, usize)>>);
+
+    impl RecordSink for Collected {
+        fn restart(&mut self) {
+            let mut c = self.0.borrow_mut();
+            c.0.clear();
+            c.1 += 1;
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.borrow_mut().0.extend_from_slice(bytes);
+        }
+    }
+
+    fn sha256_hex(bytes: &[u8]) -> String {
+        use sha2::Digest;
+        pyjson::hex(&sha2::Sha256::digest(bytes))
+    }
+
+    /// Read inside `digest_elsewhere`, a dump, a trace log and a dump that repeats `nodes` hand
+    /// out bytes whose SHA-256 is the signature read here; with it set, the plan (its bucket
+    /// ids carry the signature) is the same plan, and reading after the scope hashes again.
+    #[test]
+    fn signature_digested_elsewhere_is_the_signature() {
+        let spec = crate::synth::SynthSpec {
+            layers: 3,
+            degree: 2,
+            hidden: 8,
+        };
+        let dump = crate::synth::synthetic_dump(spec);
+        let log = crate::synth::synthetic_trace_log(spec, true);
+        // The same document with a first, different `nodes` array that the second replaces,
+        // long enough that some of its records are handed out before the second begins.
+        let first: Vec<String> = (0..4000)
+            .map(|i| {
+                format!("{{\"name\": \"x{i}\", \"op\": \"placeholder\", \"target\": \"x{i}\"}}")
+            })
+            .collect();
+        let repeated = dump.replacen(
+            "\"nodes\":",
+            &format!("\"nodes\": [{}], \"nodes\":", first.join(", ")),
+            1,
+        );
+        assert_ne!(repeated, dump, "the synthetic dump has a nodes key");
+        // The dump's own arguments (its group ranks and block types; the log has neither).
+        let read = crate::read_dump(dump.as_bytes()).unwrap();
+        let args =
+            crate::PlannerArgs::resolve(None, read.planner.as_ref(), read.group_ranks.as_ref());
+        for (what, text) in [
+            ("dump", &dump),
+            ("trace log", &log),
+            ("repeated nodes", &repeated),
+        ] {
+            let here: crate::planner::Planner<Graph> =
+                crate::input::read_prepared(text.as_bytes(), None).unwrap();
+            let expected = here.signature().to_string();
+            assert_eq!(expected.len(), 64, "{what}");
+            let collected = Collected::default();
+            let mut elsewhere: crate::planner::Planner<Graph> =
+                digest_elsewhere(Box::new(collected.clone()), || {
+                    crate::input::read_prepared(text.as_bytes(), None).unwrap()
+                });
+            assert!(!digesting_elsewhere(), "{what}: the scope is closed");
+            assert_eq!(elsewhere.signature(), "", "{what}: pending until set");
+            assert_eq!(elsewhere.graph().dump.signature, None, "{what}");
+            let (bytes, starts) = collected.0.borrow().clone();
+            assert!(starts >= 1, "{what}");
+            assert_eq!(sha256_hex(&bytes), expected, "{what}");
+            elsewhere.set_signature(sha256_hex(&bytes));
+            let (a, b) = (here.plan(&args).unwrap(), elsewhere.plan(&args).unwrap());
+            // (A printed graph keeps no FSDP tags, so a log's graph plans to no buckets.)
+            assert!(what == "trace log" || !a.buckets.is_empty(), "{what}");
+            assert_eq!(
+                crate::planner::report::plan_to_value(&a, here.graph()),
+                crate::planner::report::plan_to_value(&b, elsewhere.graph()),
+                "{what}"
+            );
+        }
+        let after: crate::planner::Planner<Graph> =
+            crate::input::read_prepared(dump.as_bytes(), None).unwrap();
+        assert_eq!(
+            after.graph().dump.signature.as_deref(),
+            Some(after.signature())
+        );
     }
 }

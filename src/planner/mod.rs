@@ -636,14 +636,11 @@ impl<G: Borrow<Graph>> Planner<G> {
     fn prepared(graph: G, preparer: candidates::Preparer) -> Planner<G> {
         let view = graph.borrow();
         // The reader hashed the signature while reading; only a hand-assembled dump is
-        // hashed here.
+        // hashed here. Inside `digest_elsewhere` it is left to the host (`set_signature`).
         let signature = match &view.dump.signature {
             Some(signature) => signature.clone(),
-            None => {
-                let mut hasher = report::SignatureHasher::default();
-                view.nodes().iter().for_each(|node| hasher.add(node));
-                hasher.finish()
-            }
+            None if crate::signature::digesting_elsewhere() => String::new(),
+            None => report::graph_signature(view),
         };
         let prepared = preparer.finish(view);
         let barriers = buckets::Barriers::new(view, &prepared.freed_wait);
@@ -657,6 +654,18 @@ impl<G: Borrow<Graph>> Planner<G> {
 
     pub fn graph(&self) -> &Graph {
         self.graph.borrow()
+    }
+
+    /// The graph signature the plans carry (their bucket ids start with its first 12
+    /// characters).
+    pub fn signature(&self) -> &str {
+        &self.signature
+    }
+
+    /// Sets the graph signature: the hex SHA-256 of the bytes a reader handed out inside
+    /// [`crate::signature::digest_elsewhere`], digested by the host.
+    pub fn set_signature(&mut self, signature: String) {
+        self.signature = signature;
     }
 
     /// The graph, as the planner holds it (an `Rc<Graph>` to share, say).

@@ -49,6 +49,26 @@ test('a dropped conformance dump shows as many bars, splits and skips as its rep
   app.assertNoErrors();
 });
 
+test('the bucket ids carry the reference signature whether the browser digests it (WebCrypto) or the wasm does', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const name = 'llama1_dropout_blocks';
+  const report = JSON.parse(readFileSync(join(CASES, name, 'plan.json')));
+  const ids = [...new Set(report.buckets.map((b) => b.bucket_id))].sort();
+  assert.ok(ids.length > 1, 'the case has buckets');
+  // Without WebCrypto (an http:// page on another host is not a secure context).
+  const noSubtle = () => Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined });
+  for (const [how, initScript] of [['WebCrypto', undefined], ['wasm', noSubtle]]) {
+    const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript });
+    await app.waitForRendered('header');
+    const before = await seq(app);
+    await app.dropFile('.app', { path: join(CASES, name, 'dump.json') });
+    await nextPaint(app, before);
+    assert.match(await app.page.locator('#perf').textContent(), new RegExp(`\\(signature: ${how}\\b`), how);
+    const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
+    assert.deepEqual(shown, ids, how);
+    app.assertNoErrors();
+  }
+});
+
 test('changing cap_bytes re-plans as the report for those arguments says', { skip: !haveShared && 'no shared corpus' }, async (t) => {
   const dumpPath = join(CASES, 'llama1_dropout_blocks', 'dump.json');
   const dump = readDump(dumpPath);

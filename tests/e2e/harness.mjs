@@ -91,6 +91,8 @@ export async function openApp(t, options = {}) {
   }
   const browser = await launchBrowser();
   const context = await browser.newContext({ viewport: options.viewport || { width: 1280, height: 800 } });
+  // A script to run in the page before the app (to take a browser feature away, say).
+  if (options.initScript) await context.addInitScript(options.initScript);
   const page = await context.newPage();
   const app = new App(browser, context, page);
   if (t && t.after) t.after(() => app.close());

@@ -118,15 +118,16 @@ fn open(
         // A dump, or a trace log's chosen graph: the graph and the planner's per-graph checks
         // are built while reading.
         let size = bytes.len();
-        let read = model::read_input(bytes, graph);
+        let read =
+            model::read_digested(|| model::read_input(bytes, graph), |r| &mut r.planner).await;
         match read {
             Err(e) => dispatch.dispatch(Action::LoadFailed(commlens::text::bounded_message(
                 &format!("{label}: {e}"),
             ))),
-            Ok(read) => {
+            Ok((read, digested)) => {
                 let t1 = browser::now_ms();
                 let loaded = Loaded::new(label, source, read.log, read.planner, size);
-                finish_load(&dispatch, loaded, read.notice, started, t0, t1);
+                finish_load(&dispatch, loaded, read.notice, started, (t0, t1), &digested);
             }
         }
     });
@@ -143,12 +144,12 @@ fn choose_graph(dispatch: UseReducerDispatcher<State>, loaded: Rc<Loaded>, choic
         dispatch.dispatch(Action::Busy(format!("reading graph {choice} of the log…")));
         browser::yield_now().await;
         let t0 = browser::now_ms();
-        match model::read_log_graph(&log, choice) {
+        match model::read_digested(|| model::read_log_graph(&log, choice), |p| p).await {
             Err(e) => dispatch.dispatch(Action::LoadFailed(format!(
                 "{}, graph {choice}: {e}",
                 loaded.label
             ))),
-            Ok(planner) => {
+            Ok((planner, digested)) => {
                 let t1 = browser::now_ms();
                 let next = Loaded::new(
                     loaded.label.clone(),
@@ -157,7 +158,7 @@ fn choose_graph(dispatch: UseReducerDispatcher<State>, loaded: Rc<Loaded>, choic
                     planner,
                     loaded.bytes,
                 );
-                finish_load(&dispatch, next, None, started, t0, t1);
+                finish_load(&dispatch, next, None, started, (t0, t1), &digested);
             }
         }
     });
@@ -169,8 +170,8 @@ fn finish_load(
     loaded: Loaded,
     notice: Option<String>,
     started: f64,
-    t0: f64,
-    t1: f64,
+    (t0, t1): (f64, f64),
+    digested: &model::Digested,
 ) {
     let t2 = browser::now_ms();
     dispatch.dispatch(Action::Loaded {
@@ -178,9 +179,10 @@ fn finish_load(
         notice,
         started,
         stages: format!(
-            "file {:.0} ms · read+prepare {:.0} ms · roles {:.0} ms",
+            "file {:.0} ms · read+prepare {:.0} ms{} · roles {:.0} ms",
             t0 - started,
             t1 - t0,
+            digested.describe(),
             t2 - t1
         ),
     });

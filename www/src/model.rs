@@ -379,6 +379,46 @@ pub fn read_input<'a>(
     }
 }
 
+/// How a read's graph signature was digested, for the timing line.
+pub enum Digested {
+    /// By the wasm, while reading (as the CLI does).
+    Here,
+    /// By the browser's WebCrypto after reading, in this many ms.
+    WebCrypto(f64),
+}
+
+impl Digested {
+    /// For the timing line: `" (signature: …)"`.
+    pub fn describe(&self) -> String {
+        match self {
+            Digested::Here => " (signature: wasm)".to_string(),
+            Digested::WebCrypto(ms) => format!(" (signature: WebCrypto {ms:.0} ms)"),
+        }
+    }
+}
+
+/// Runs `read` (one of the core's readers preparing a planner, which `planner` finds in its
+/// output) with the graph signature digested by the browser where the page can
+/// ([`crate::browser::WebDigest`]); the signature is the same either way, and should the
+/// browser fail to digest, the wasm hashes the graph.
+pub async fn read_digested<T>(
+    read: impl FnOnce() -> Result<T, String>,
+    planner: impl FnOnce(&mut T) -> &mut Planner<Rc<Graph>>,
+) -> Result<(T, Digested), String> {
+    let Some(digest) = crate::browser::WebDigest::start() else {
+        return Ok((read()?, Digested::Here));
+    };
+    let mut out = commlens::signature::digest_elsewhere(Box::new(digest.clone()), read)?;
+    let t0 = crate::browser::now_ms();
+    let planner = planner(&mut out);
+    let signature = match digest.hex().await {
+        Ok(hex) => hex,
+        Err(_) => commlens::signature::graph_signature(planner.graph()),
+    };
+    planner.set_signature(signature);
+    Ok((out, Digested::WebCrypto(crate::browser::now_ms() - t0)))
+}
+
 /// Graph `choice` of a log already read, prepared for planning.
 pub fn read_log_graph(log: &LogGraphs, choice: usize) -> Result<Planner<Rc<Graph>>, String> {
     commlens::input::read_prepared(&*log.text, Some(choice)).map_err(|e| e.to_string())

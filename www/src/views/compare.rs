@@ -7,7 +7,7 @@
 //! `base` is the plan before (drawn on top), `src` the plan after. The base is planned with
 //! the `b`-prefixed settings when the link has any, else with the same settings as `src`.
 
-use super::{load_graph, read_input, Input, ViewsAction, ViewsState, ViewsUrl};
+use super::{load_graph_digested, read_input, Input, ViewsAction, ViewsState, ViewsUrl};
 use crate::browser;
 use crate::components::chart::{Chart, Pick};
 use crate::model::{self, Loaded, Planned, Settings, Shared};
@@ -250,7 +250,7 @@ impl Comparison {
 
 /// Reads one side: a plan document as a report, anything else as a graph planned with
 /// `settings`.
-pub fn read_one<'a>(
+pub async fn read_one<'a>(
     label: &str,
     source: Option<SourceRef>,
     bytes: impl Into<Cow<'a, [u8]>>,
@@ -267,7 +267,7 @@ pub fn read_one<'a>(
             side,
         });
     }
-    let loaded = Rc::new(load_graph(label, source, bytes, graph)?);
+    let loaded = Rc::new(load_graph_digested(label, source, bytes, graph).await?);
     plan_side(loaded, settings, now)
 }
 
@@ -393,7 +393,9 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
             &req.after_settings,
             req.graph,
             now,
-        ) {
+        )
+        .await
+        {
             Ok(side) => side,
             Err(e) => return failed(e),
         };
@@ -416,6 +418,7 @@ fn run(dispatch: UseReducerDispatcher<ViewsState>, req: Request) {
                     req.graph,
                     now,
                 )
+                .await
             }
             // One dump under two settings: read once, planned twice.
             None => match &after_side.graph {
@@ -994,13 +997,23 @@ mod tests {
         std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
+    /// A side read natively: there is no browser to await, so the read is ready at once.
+    fn read_now(label: &str, bytes: &[u8], settings: &Settings) -> Result<SideInput, String> {
+        let mut read = std::pin::pin!(read_one(label, None, bytes, settings, None, || 0.0));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::future::Future::poll(read.as_mut(), &mut cx) {
+            std::task::Poll::Ready(side) => side,
+            std::task::Poll::Pending => panic!("{label}: a native read waited"),
+        }
+    }
+
     /// The view's rows are exactly the core diff's changed collectives, and each graph side's
     /// places are where the timeline draws them.
     #[test]
     fn rows_are_the_diffs_changes_at_their_timeline_places() {
         let cases = shared().join("conformance/cases");
         let dump = read(&cases.join("llama2_capacity/dump.json"));
-        let loaded = Rc::new(load_graph("dump.json", None, &dump, None).unwrap());
+        let loaded = Rc::new(crate::views::load_graph("dump.json", None, &dump, None).unwrap());
         let after = plan_side(loaded.clone(), &Settings::default(), || 0.0).unwrap();
         let tight = Settings {
             cap_bytes: Some(1),
@@ -1044,42 +1057,20 @@ mod tests {
         assert!(again.rows.is_empty());
         // A report is a side without a graph.
         let report = read(&cases.join("llama2_capacity/plan.json"));
-        let as_report = read_one(
-            "plan.json",
-            None,
-            &report,
-            &Settings::default(),
-            None,
-            || 0.0,
-        )
-        .unwrap();
+        let as_report = read_now("plan.json", &report, &Settings::default()).unwrap();
         assert!(as_report.graph.is_none());
         assert_eq!(as_report.side, read_side(&report, None).unwrap());
     }
 
     #[test]
     fn bad_sides_are_named() {
-        let e = read_one(
-            "x.json",
-            None,
-            b"{\"nodes\": 3}",
-            &Settings::default(),
-            None,
-            || 0.0,
-        )
-        .err()
-        .unwrap();
+        let e = read_now("x.json", b"{\"nodes\": 3}", &Settings::default())
+            .err()
+            .unwrap();
         assert!(e.starts_with("x.json: "), "{e}");
-        let e = read_one(
-            "r.json",
-            None,
-            b"{\"buckets\": 7}",
-            &Settings::default(),
-            None,
-            || 0.0,
-        )
-        .err()
-        .unwrap();
+        let e = read_now("r.json", b"{\"buckets\": 7}", &Settings::default())
+            .err()
+            .unwrap();
         assert!(e.starts_with("r.json: invalid plan report"), "{e}");
     }
 }

@@ -237,6 +237,24 @@ pub fn load_graph<'a>(
     Ok(Loaded::new(label.to_string(), source, None, planner, size))
 }
 
+/// [`load_graph`], with the graph signature digested by the browser where the page can
+/// (`model::read_digested`).
+pub async fn load_graph_digested<'a>(
+    label: &str,
+    source: Option<SourceRef>,
+    bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
+    graph: Option<usize>,
+) -> Result<Loaded, String> {
+    let bytes = bytes.into();
+    let size = bytes.len();
+    let graph = choice(&bytes, graph);
+    let read = || {
+        commlens::input::read_prepared::<Rc<Graph>>(bytes, graph).map_err(|e| input_error(label, e))
+    };
+    let (planner, _) = crate::model::read_digested(read, |p| p).await?;
+    Ok(Loaded::new(label.to_string(), source, None, planner, size))
+}
+
 /// The bytes at a link's source, with a label for messages.
 async fn fetch_source(
     source: &SourceRef,
