@@ -118,15 +118,14 @@ fn open(
         // A dump, or a trace log's chosen graph: the graph and the planner's per-graph checks
         // are built while reading.
         let size = bytes.len();
-        let read =
-            model::read_digested(|| model::read_input(bytes, graph), |r| &mut r.planner).await;
-        match read {
+        match model::read_digesting(|| model::read_input(bytes, graph)) {
             Err(e) => dispatch.dispatch(Action::LoadFailed(commlens::text::bounded_message(
                 &format!("{label}: {e}"),
             ))),
-            Ok((read, digested)) => {
+            Ok((read, pending)) => {
                 let t1 = browser::now_ms();
-                let loaded = Loaded::new(label, source, read.log, read.planner, size);
+                let mut loaded = Loaded::new(label, source, read.log, read.planner, size);
+                let digested = loaded.settle_signature(pending).await;
                 finish_load(&dispatch, loaded, read.notice, started, (t0, t1), &digested);
             }
         }
@@ -144,20 +143,21 @@ fn choose_graph(dispatch: UseReducerDispatcher<State>, loaded: Rc<Loaded>, choic
         dispatch.dispatch(Action::Busy(format!("reading graph {choice} of the log…")));
         browser::yield_now().await;
         let t0 = browser::now_ms();
-        match model::read_digested(|| model::read_log_graph(&log, choice), |p| p).await {
+        match model::read_digesting(|| model::read_log_graph(&log, choice)) {
             Err(e) => dispatch.dispatch(Action::LoadFailed(format!(
                 "{}, graph {choice}: {e}",
                 loaded.label
             ))),
-            Ok((planner, digested)) => {
+            Ok((planner, pending)) => {
                 let t1 = browser::now_ms();
-                let next = Loaded::new(
+                let mut next = Loaded::new(
                     loaded.label.clone(),
                     loaded.source.clone(),
                     Some((log, choice)),
                     planner,
                     loaded.bytes,
                 );
+                let digested = next.settle_signature(pending).await;
                 finish_load(&dispatch, next, None, started, (t0, t1), &digested);
             }
         }

@@ -125,9 +125,14 @@ pub fn fetch_off_thread(url: &str, limit: u64) -> js_sys::Promise {
 }
 
 fn fetch_worker() -> Result<web_sys::Worker, JsValue> {
+    script_worker(FETCH_WORKER)
+}
+
+/// A worker running `script` (from a blob: URL, so the site needs no second file).
+fn script_worker(script: &str) -> Result<web_sys::Worker, JsValue> {
     let options = web_sys::BlobPropertyBag::new();
     options.set_type("text/javascript");
-    let parts = Array::of1(&JsValue::from_str(FETCH_WORKER));
+    let parts = Array::of1(&JsValue::from_str(script));
     let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options)?;
     let url = web_sys::Url::create_object_url_with_blob(&blob)?;
     let worker = web_sys::Worker::new(&url);
@@ -368,77 +373,179 @@ pub fn post_height(height: f64) {
     let _ = parent.post_message(&message, "*");
 }
 
+/// The worker of [`WebDigest`]: joins the pieces it is sent (transferred, not copied) as they
+/// come, and on `digest` digests them with WebCrypto, all off the page's thread.
+const DIGEST_WORKER: &str = r#"
+let all = new Uint8Array(1 << 20), len = 0;
+onmessage = async (e) => {
+  const m = e.data;
+  if (m.kind === 'restart') { len = 0; return; }
+  if (m.kind === 'piece') {
+    // Joined as they come (while the page reads on), so that only the digest is left at the end.
+    if (len + m.bytes.length > all.length) {
+      const grown = new Uint8Array(Math.max(all.length * 2, len + m.bytes.length));
+      grown.set(all.subarray(0, len));
+      all = grown;
+    }
+    all.set(m.bytes, len);
+    len += m.bytes.length;
+    return;
+  }
+  try {
+    const d = new Uint8Array(await crypto.subtle.digest('SHA-256', all.subarray(0, len)));
+    postMessage({ hex: Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('') });
+  } catch (err) { postMessage({ error: String(err && err.message || err) }); }
+};
+"#;
+
 /// The graph signature's SHA-256, digested by the browser: WebCrypto's SHA-256 is native
 /// code, where this wasm build has no SHA instructions and hashing was a fifth of a read
-/// (docs/performance.md). The reader hands the signature's bytes here
-/// ([`commlens::signature::digest_elsewhere`]); they are kept in one JS buffer, outside the
-/// wasm memory, until [`WebDigest::hex`] digests them.
-#[derive(Clone)]
+/// (docs/performance.md). The reader hands the signature's bytes here a piece at a time
+/// ([`commlens::signature::digest_elsewhere`]); each is copied out of the wasm memory once and
+/// sent to a worker, which joins them as they come and digests them, off the page's thread.
+///
+/// The worker is started with the page ([`WebDigest::warm`]) and kept: a worker started when a
+/// read begins cannot finish starting until the page's thread is free, that is, until the read
+/// is over, and then everything would be left to do at the end.
 pub struct WebDigest {
-    subtle: web_sys::SubtleCrypto,
-    records: std::rc::Rc<std::cell::RefCell<Records>>,
+    worker: web_sys::Worker,
 }
 
-struct Records {
-    buffer: Uint8Array,
-    len: u32,
+thread_local! {
+    /// The kept worker, while no read uses it.
+    static IDLE_DIGEST_WORKER: std::cell::RefCell<Option<web_sys::Worker>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 impl WebDigest {
-    /// A digest for the next read, where the page has WebCrypto (secure contexts: HTTPS and
-    /// localhost); `None` elsewhere, and the wasm hashes as the CLI does.
-    pub fn start() -> Option<WebDigest> {
+    /// Starts the worker that digests the next read's signature, where the page can.
+    pub fn warm() {
+        if let Some(worker) = Self::new_worker() {
+            IDLE_DIGEST_WORKER.with(|w| *w.borrow_mut() = Some(worker));
+        }
+    }
+
+    /// A worker, where the page has WebCrypto (secure contexts: HTTPS and localhost) and may
+    /// start workers.
+    fn new_worker() -> Option<web_sys::Worker> {
         if !cfg!(target_arch = "wasm32") {
             return None;
         }
         let crypto = web_sys::window()?.crypto().ok()?;
         let subtle = js_sys::Reflect::get(&crypto, &"subtle".into()).ok()?;
-        let subtle: web_sys::SubtleCrypto = subtle.dyn_into().ok()?;
-        Some(WebDigest {
-            subtle,
-            records: std::rc::Rc::new(std::cell::RefCell::new(Records {
-                buffer: Uint8Array::new_with_length(1 << 20),
-                len: 0,
-            })),
-        })
+        if subtle.is_undefined() || subtle.is_null() {
+            return None;
+        }
+        script_worker(DIGEST_WORKER).ok()
     }
 
-    /// The hex SHA-256 of the bytes handed here.
-    pub async fn hex(&self) -> Result<String, String> {
-        let data = {
-            let r = self.records.borrow();
-            r.buffer.subarray(0, r.len)
+    /// A digest for the next read: the kept worker, or a new one while it is busy; `None`
+    /// where the page cannot, and the wasm hashes as the CLI does.
+    pub fn start() -> Option<WebDigest> {
+        let worker = IDLE_DIGEST_WORKER
+            .with(|w| w.borrow_mut().take())
+            .or_else(Self::new_worker)?;
+        Some(WebDigest { worker })
+    }
+
+    /// Where the reader hands this digest's bytes.
+    pub fn pieces(&self) -> DigestPieces {
+        DigestPieces(self.worker.clone())
+    }
+
+    /// Gives the worker back unused (the read failed): the next read starts it over.
+    pub fn unused(self) {
+        IDLE_DIGEST_WORKER.with(|w| *w.borrow_mut() = Some(self.worker));
+    }
+
+    /// Asks for the SHA-256 of the bytes handed here; the worker digests them while the page
+    /// goes on (classifying the graph, say) until [`PendingDigest::hex`].
+    pub fn request(self) -> PendingDigest {
+        let worker = self.worker.clone();
+        let answer = js_sys::Promise::new(&mut |resolve, reject| {
+            let reject_message = reject.clone();
+            let on_message = Closure::once_into_js(move |e: web_sys::MessageEvent| {
+                let data = e.data();
+                let field = |k: &str| js_sys::Reflect::get(&data, &k.into()).unwrap_or_default();
+                let _ = match field("hex").as_string() {
+                    Some(hex) => resolve.call1(&JsValue::NULL, &hex.into()),
+                    None => reject_message.call1(&JsValue::NULL, &field("error")),
+                };
+            });
+            worker.set_onmessage(Some(on_message.unchecked_ref()));
+            // A worker that could not start (a content policy) says so here, not earlier:
+            // its events wait while the page's thread reads.
+            let on_error = Closure::once_into_js(move |_: web_sys::Event| {
+                let _ = reject.call1(&JsValue::NULL, &"the digest worker failed".into());
+            });
+            worker.set_onerror(Some(on_error.unchecked_ref()));
+        });
+        let answer = match send(&self.worker, "digest", None) {
+            Ok(()) => answer,
+            Err(e) => js_sys::Promise::reject(&e),
         };
-        let promise = self
-            .subtle
-            .digest_with_str_and_buffer_source("SHA-256", &data)
-            .map_err(js_err)?;
-        let digest = JsFuture::from(promise).await.map_err(js_err)?;
-        // The bytes are not needed again: free them now rather than with the last clone.
-        self.records.borrow_mut().buffer = Uint8Array::new_with_length(0);
-        Ok(Uint8Array::new(&digest)
-            .to_vec()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect())
+        PendingDigest {
+            worker: self.worker,
+            answer,
+            asked: now_ms(),
+        }
     }
 }
 
-impl commlens::signature::RecordSink for WebDigest {
+/// A digest asked of the worker ([`WebDigest::request`]).
+pub struct PendingDigest {
+    worker: web_sys::Worker,
+    answer: js_sys::Promise,
+    asked: f64,
+}
+
+impl PendingDigest {
+    /// The hex SHA-256, and the ms since it was asked. The worker is kept for the next read
+    /// when it answered, and ended when it failed.
+    pub async fn hex(self) -> (Result<String, String>, f64) {
+        let hex = JsFuture::from(self.answer)
+            .await
+            .ok()
+            .and_then(|hex| hex.as_string());
+        let ms = now_ms() - self.asked;
+        match hex {
+            Some(hex) => {
+                IDLE_DIGEST_WORKER.with(|w| *w.borrow_mut() = Some(self.worker));
+                (Ok(hex), ms)
+            }
+            None => {
+                self.worker.terminate();
+                (
+                    Err("the browser could not digest the signature".to_string()),
+                    ms,
+                )
+            }
+        }
+    }
+}
+
+fn send(worker: &web_sys::Worker, kind: &str, bytes: Option<Uint8Array>) -> Result<(), JsValue> {
+    let message = js_sys::Object::new();
+    js_sys::Reflect::set(&message, &"kind".into(), &kind.into())?;
+    match bytes {
+        Some(bytes) => {
+            js_sys::Reflect::set(&message, &"bytes".into(), &bytes)?;
+            worker.post_message_with_transfer(&message, &Array::of1(&bytes.buffer()))
+        }
+        None => worker.post_message(&message),
+    }
+}
+
+/// The reader's side of a [`WebDigest`]: each piece is copied out of the wasm memory and
+/// transferred to the worker.
+pub struct DigestPieces(web_sys::Worker);
+
+impl commlens::signature::RecordSink for DigestPieces {
     fn restart(&mut self) {
-        self.records.borrow_mut().len = 0;
+        let _ = send(&self.0, "restart", None);
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut r = self.records.borrow_mut();
-        let (len, add) = (r.len, bytes.len() as u32);
-        let need = len.saturating_add(add);
-        if need > r.buffer.length() {
-            let grown = Uint8Array::new_with_length(need.max(r.buffer.length().saturating_mul(2)));
-            grown.set(&r.buffer.subarray(0, len), 0);
-            r.buffer = grown;
-        }
-        r.buffer.subarray(len, need).copy_from(bytes);
-        r.len = need;
+        let _ = send(&self.0, "piece", Some(Uint8Array::from(bytes)));
     }
 }

@@ -251,8 +251,10 @@ pub async fn load_graph_digested<'a>(
     let read = || {
         commlens::input::read_prepared::<Rc<Graph>>(bytes, graph).map_err(|e| input_error(label, e))
     };
-    let (planner, _) = crate::model::read_digested(read, |p| p).await?;
-    Ok(Loaded::new(label.to_string(), source, None, planner, size))
+    let (planner, pending) = crate::model::read_digesting(read)?;
+    let mut loaded = Loaded::new(label.to_string(), source, None, planner, size);
+    loaded.settle_signature(pending).await;
+    Ok(loaded)
 }
 
 /// The bytes at a link's source, with a label for messages.
