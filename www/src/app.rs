@@ -13,6 +13,7 @@ use crate::components::overview::Overview;
 use crate::components::status::Status;
 use crate::components::table::Table;
 use crate::components::tags::Tags;
+use crate::digest;
 use crate::limits;
 use crate::model::{self, Loaded, Shared};
 use crate::state::{Action, Selection, State, Timing};
@@ -118,14 +119,14 @@ fn open(
         // A dump, or a trace log's chosen graph: the graph and the planner's per-graph checks
         // are built while reading.
         let size = bytes.len();
-        match model::read_digesting(|| model::read_input(bytes, graph)) {
+        match digest::read_digesting(|| model::read_input(bytes, graph)) {
             Err(e) => dispatch.dispatch(Action::LoadFailed(commlens::text::bounded_message(
                 &format!("{label}: {e}"),
             ))),
             Ok((read, pending)) => {
                 let t1 = browser::now_ms();
                 let mut loaded = Loaded::new(label, source, read.log, read.planner, size);
-                let digested = loaded.settle_signature(pending).await;
+                let digested = digest::settle_signature(&mut loaded, pending).await;
                 finish_load(&dispatch, loaded, read.notice, started, (t0, t1), &digested);
             }
         }
@@ -143,7 +144,7 @@ fn choose_graph(dispatch: UseReducerDispatcher<State>, loaded: Rc<Loaded>, choic
         dispatch.dispatch(Action::Busy(format!("reading graph {choice} of the log…")));
         browser::yield_now().await;
         let t0 = browser::now_ms();
-        match model::read_digesting(|| model::read_log_graph(&log, choice)) {
+        match digest::read_digesting(|| model::read_log_graph(&log, choice)) {
             Err(e) => dispatch.dispatch(Action::LoadFailed(format!(
                 "{}, graph {choice}: {e}",
                 loaded.label
@@ -157,7 +158,7 @@ fn choose_graph(dispatch: UseReducerDispatcher<State>, loaded: Rc<Loaded>, choic
                     planner,
                     loaded.bytes,
                 );
-                let digested = next.settle_signature(pending).await;
+                let digested = digest::settle_signature(&mut next, pending).await;
                 finish_load(&dispatch, next, None, started, (t0, t1), &digested);
             }
         }
@@ -171,7 +172,7 @@ fn finish_load(
     notice: Option<String>,
     started: f64,
     (t0, t1): (f64, f64),
-    digested: &model::Digested,
+    digested: &digest::Digested,
 ) {
     let t2 = browser::now_ms();
     dispatch.dispatch(Action::Loaded {

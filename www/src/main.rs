@@ -9,6 +9,7 @@
 mod app;
 mod browser;
 mod components;
+mod digest;
 mod fatal;
 mod limits;
 mod model;
@@ -25,7 +26,7 @@ static HEAP: commlens::wasm_heap::Heap = commlens::wasm_heap::Heap::new();
 fn main() {
     fatal::install();
     // Started now, so that it is running when the first read hands it the signature's bytes.
-    browser::WebDigest::warm();
+    digest::WebDigest::warm();
     // The app renders into `#app`, beside the `#fatal` banner it must never clear.
     let root = browser::document().and_then(|d| d.get_element_by_id("app"));
     // A link to a review view (compare, audit, ranks) opens that page instead.

@@ -3,7 +3,6 @@
 //! lanes, groups and bytes); this module only arranges it for the panels. Pure: no browser,
 //! tested natively.
 
-use crate::browser::PendingDigest;
 use crate::url_state::{Filter, SourceRef};
 use commlens::cost::{CostModel, Hardware, Network, StepSummary};
 use commlens::graph::Graph;
@@ -380,47 +379,6 @@ pub fn read_input<'a>(
     }
 }
 
-/// How a read's graph signature was digested, for the timing line.
-pub enum Digested {
-    /// By the wasm, while reading (as the CLI does).
-    Here,
-    /// By the browser's WebCrypto in a worker; the page waited this many ms for it.
-    WebCrypto(f64),
-    /// The browser failed, and the wasm hashed the graph after all.
-    Failed,
-}
-
-impl Digested {
-    /// For the timing line: `" (signature: …)"`.
-    pub fn describe(&self) -> String {
-        match self {
-            Digested::Here => " (signature: wasm)".to_string(),
-            Digested::WebCrypto(ms) => format!(" (signature: WebCrypto, waited {ms:.0} ms)"),
-            Digested::Failed => " (signature: wasm, after the browser failed)".to_string(),
-        }
-    }
-}
-
-/// Runs `read` (one of the core's readers preparing a planner) with the graph signature
-/// digested by the browser where the page can ([`crate::browser::WebDigest`]): the planner's
-/// signature is then set by [`Loaded::settle_signature`], which the caller awaits once it
-/// has done what does not need the signature (classifying the graph). The signature is the
-/// same either way.
-pub fn read_digesting<T>(
-    read: impl FnOnce() -> Result<T, String>,
-) -> Result<(T, Option<PendingDigest>), String> {
-    let Some(digest) = crate::browser::WebDigest::start() else {
-        return Ok((read()?, None));
-    };
-    match commlens::signature::digest_elsewhere(Box::new(digest.pieces()), read) {
-        Ok(out) => Ok((out, Some(digest.request()))),
-        Err(e) => {
-            digest.unused();
-            Err(e)
-        }
-    }
-}
-
 /// Graph `choice` of a log already read, prepared for planning.
 pub fn read_log_graph(log: &LogGraphs, choice: usize) -> Result<Planner<Rc<Graph>>, String> {
     commlens::input::read_prepared(&*log.text, Some(choice)).map_err(|e| e.to_string())
@@ -492,30 +450,10 @@ impl Loaded {
         }
     }
 
-    /// Sets the planner's graph signature once the browser has digested it
-    /// ([`read_digesting`]); with no digest pending, the reader already hashed it.
-    pub async fn settle_signature(&mut self, pending: Option<PendingDigest>) -> Digested {
-        let Some(pending) = pending else {
-            return Digested::Here;
-        };
-        let waited = crate::browser::now_ms();
-        let (hex, _) = pending.hex().await;
-        let ms = crate::browser::now_ms() - waited;
-        let Some(planner) = Rc::get_mut(&mut self.planner) else {
-            // Not reached: nothing shares the planner before its signature is settled.
-            return Digested::Failed;
-        };
-        match hex {
-            Ok(hex) => {
-                planner.set_signature(hex);
-                Digested::WebCrypto(ms)
-            }
-            Err(_) => {
-                let hex = commlens::signature::graph_signature(planner.graph());
-                planner.set_signature(hex);
-                Digested::Failed
-            }
-        }
+    /// The planner, while nothing else holds it (right after [`Loaded::new`]): for
+    /// `digest::settle_signature`.
+    pub fn planner_mut(&mut self) -> Option<&mut Planner<Rc<Graph>>> {
+        Rc::get_mut(&mut self.planner)
     }
 
     /// The graph with tags derived from roles, prepared for planning (derived once).

@@ -238,7 +238,7 @@ pub fn load_graph<'a>(
 }
 
 /// [`load_graph`], with the graph signature digested by the browser where the page can
-/// (`model::read_digested`).
+/// (`digest::read_digesting`).
 pub async fn load_graph_digested<'a>(
     label: &str,
     source: Option<SourceRef>,
@@ -251,9 +251,9 @@ pub async fn load_graph_digested<'a>(
     let read = || {
         commlens::input::read_prepared::<Rc<Graph>>(bytes, graph).map_err(|e| input_error(label, e))
     };
-    let (planner, pending) = crate::model::read_digesting(read)?;
+    let (planner, pending) = crate::digest::read_digesting(read)?;
     let mut loaded = Loaded::new(label.to_string(), source, None, planner, size);
-    loaded.settle_signature(pending).await;
+    crate::digest::settle_signature(&mut loaded, pending).await;
     Ok(loaded)
 }
 
