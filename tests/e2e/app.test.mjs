@@ -65,6 +65,7 @@ test('the bucket ids carry the reference signature whether the browser digests i
     assert.match(await app.page.locator('#perf').textContent(), new RegExp(`\\(signature: ${how}\\b`), how);
     const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
     assert.deepEqual(shown, ids, how);
+    await app.screenshot(`app-signature-${how}`);
     app.assertNoErrors();
   }
 });

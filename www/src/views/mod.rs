@@ -19,6 +19,7 @@ use crate::limits;
 use crate::model::{Loaded, Settings, Shared};
 use crate::url_state::{SourceRef, UrlState};
 use commlens::graph::Graph;
+use commlens::planner::Planner;
 use commlens::timeline::Viewport;
 use std::rc::Rc;
 use yew::prelude::*;
@@ -220,37 +221,47 @@ pub fn input_error(label: &str, e: commlens::InputError) -> String {
     )
 }
 
+/// The reader of [`load_graph`] and [`load_graph_digested`]: the input's size, and the read
+/// that prepares its graph for planning.
+fn graph_reader<'a>(
+    label: &'a str,
+    bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
+    graph: Option<usize>,
+) -> (
+    usize,
+    impl FnOnce() -> Result<Planner<Rc<Graph>>, String> + 'a,
+) {
+    let bytes = bytes.into();
+    let size = bytes.len();
+    let graph = choice(&bytes, graph);
+    let read = move || {
+        commlens::input::read_prepared::<Rc<Graph>>(bytes, graph).map_err(|e| input_error(label, e))
+    };
+    (size, read)
+}
+
 /// A graph read, classified and prepared for planning, from any input the core's `input`
 /// door takes (a dump or a trace log, plain or gzip; `graph` picks a log's graph).
 /// Owned bytes are handed to the reader, which keeps a dump's text rather than a copy.
 pub fn load_graph<'a>(
-    label: &str,
+    label: &'a str,
     source: Option<SourceRef>,
     bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
     graph: Option<usize>,
 ) -> Result<Loaded, String> {
-    let bytes = bytes.into();
-    let size = bytes.len();
-    let graph = choice(&bytes, graph);
-    let planner = commlens::input::read_prepared::<Rc<Graph>>(bytes, graph)
-        .map_err(|e| input_error(label, e))?;
-    Ok(Loaded::new(label.to_string(), source, None, planner, size))
+    let (size, read) = graph_reader(label, bytes, graph);
+    Ok(Loaded::new(label.to_string(), source, None, read()?, size))
 }
 
 /// [`load_graph`], with the graph signature digested by the browser where the page can
 /// (`digest::read_digesting`).
 pub async fn load_graph_digested<'a>(
-    label: &str,
+    label: &'a str,
     source: Option<SourceRef>,
     bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
     graph: Option<usize>,
 ) -> Result<Loaded, String> {
-    let bytes = bytes.into();
-    let size = bytes.len();
-    let graph = choice(&bytes, graph);
-    let read = || {
-        commlens::input::read_prepared::<Rc<Graph>>(bytes, graph).map_err(|e| input_error(label, e))
-    };
+    let (size, read) = graph_reader(label, bytes, graph);
     let (planner, pending) = crate::digest::read_digesting(read)?;
     let mut loaded = Loaded::new(label.to_string(), source, None, planner, size);
     crate::digest::settle_signature(&mut loaded, pending).await;
