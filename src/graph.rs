@@ -491,15 +491,38 @@ fn name_hash(name: &str) -> u64 {
 /// Node name to position without copying the names: an open-addressing table of node
 /// positions with their names' hashes, compared against the nodes' own names. Inserting a
 /// name again replaces its position (as inserting into a map would).
+///
+/// Every entry sits at most [`NameTable::MAX_PROBE`] slots past its hash's home slot. The hash
+/// is fast, not secret: names chosen to share home slots (a hostile dump, easily computed)
+/// would make every probe walk one ever longer run, quadratic over the graph (80,000 such
+/// names took 6 s to read, a million would take hours). An entry that cannot be placed within
+/// the bound moves the whole table to an ordered map of the names instead, which costs
+/// `O(log n)` a lookup whatever the names are. The bound also lets a lookup stop early: a name
+/// not within it is not in the table.
 #[derive(Clone, Debug)]
 pub(crate) struct NameTable {
     /// (position, hash); `EMPTY` positions are free.
     slots: Vec<(NodeId, u64)>,
     len: usize,
+    /// Every name, once a probe ran past the bound (`slots` is then unused).
+    ordered: Option<std::collections::BTreeMap<Box<str>, NodeId>>,
+}
+
+/// Where a probe for a name ended.
+enum Probe {
+    /// The slot holding the name.
+    Found(usize),
+    /// The free slot where the name would go.
+    Free(usize),
+    /// Neither within [`NameTable::MAX_PROBE`] slots.
+    TooFar,
 }
 
 impl NameTable {
     const EMPTY: NodeId = NodeId::MAX;
+    /// How far past its home slot an entry may sit. With the table at most half full and a
+    /// well-spread hash, runs this long do not happen by chance.
+    const MAX_PROBE: usize = 128;
 
     /// A table for about `count` names (it grows beyond).
     pub(crate) fn with_capacity(count: usize) -> NameTable {
@@ -507,6 +530,7 @@ impl NameTable {
         NameTable {
             slots: vec![(Self::EMPTY, 0); size],
             len: 0,
+            ordered: None,
         }
     }
 
@@ -518,74 +542,124 @@ impl NameTable {
         table
     }
 
-    /// The slot of `name`, or the free slot where it would go.
-    fn slot(&self, nodes: &[Node], name: &str, hash: u64) -> usize {
+    /// Whether the table moved to the ordered map (names that collide on purpose).
+    #[cfg(test)]
+    fn is_ordered(&self) -> bool {
+        self.ordered.is_some()
+    }
+
+    /// Probes for `name` from its home slot, at most [`NameTable::MAX_PROBE`] slots on.
+    fn probe(&self, nodes: &[Node], name: &str, hash: u64) -> Probe {
         let mask = self.slots.len() - 1;
         let mut at = hash as usize & mask;
-        loop {
+        for _ in 0..=Self::MAX_PROBE {
             let (slot, slot_hash) = self.slots[at];
-            if slot == Self::EMPTY || (slot_hash == hash && nodes[slot].name == name) {
-                return at;
+            if slot == Self::EMPTY {
+                return Probe::Free(at);
+            }
+            if slot_hash == hash && nodes[slot].name == name {
+                return Probe::Found(at);
             }
             at = (at + 1) & mask;
         }
+        Probe::TooFar
+    }
+
+    /// Moves every name to the ordered map.
+    fn order(&mut self, nodes: &[Node]) -> &mut std::collections::BTreeMap<Box<str>, NodeId> {
+        let slots = std::mem::take(&mut self.slots);
+        self.ordered.get_or_insert_with(|| {
+            slots
+                .into_iter()
+                .filter(|&(id, _)| id != Self::EMPTY)
+                .map(|(id, _)| (Box::from(nodes[id].name.as_str()), id))
+                .collect()
+        })
     }
 
     /// Adds `nodes[id]` under its name.
     pub(crate) fn insert(&mut self, nodes: &[Node], id: NodeId) {
-        if (self.len + 1) * 2 > self.slots.len() {
-            self.grow();
-        }
-        let name = nodes[id].name.as_str();
-        let hash = name_hash(name);
-        let at = self.slot(nodes, name, hash);
-        if self.slots[at].0 == Self::EMPTY {
-            self.len += 1;
-        }
-        self.slots[at] = (id, hash);
+        let _ = self.add(nodes, id, true);
     }
 
     /// Adds `nodes[id]` under its name unless the name is taken; then the node that holds
     /// it. One hash and one probe: the reader checks every name for uniqueness as it adds it.
     pub(crate) fn insert_new(&mut self, nodes: &[Node], id: NodeId) -> Result<(), NodeId> {
-        if (self.len + 1) * 2 > self.slots.len() {
-            self.grow();
-        }
+        self.add(nodes, id, false)
+    }
+
+    /// Adds `nodes[id]`; a name already held is replaced when `replace`, else its node is
+    /// the error.
+    fn add(&mut self, nodes: &[Node], id: NodeId, replace: bool) -> Result<(), NodeId> {
         let name = nodes[id].name.as_str();
+        if self.ordered.is_none() && (self.len + 1) * 2 > self.slots.len() {
+            self.grow(nodes);
+        }
+        if let Some(ordered) = &mut self.ordered {
+            return match ordered.entry(Box::from(name)) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(id);
+                    Ok(())
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) if replace => {
+                    o.insert(id);
+                    Ok(())
+                }
+                std::collections::btree_map::Entry::Occupied(o) => Err(*o.get()),
+            };
+        }
         let hash = name_hash(name);
-        let at = self.slot(nodes, name, hash);
-        match self.slots[at].0 {
-            Self::EMPTY => {
+        match self.probe(nodes, name, hash) {
+            Probe::Free(at) => {
                 self.len += 1;
                 self.slots[at] = (id, hash);
                 Ok(())
             }
-            first => Err(first),
+            Probe::Found(at) if replace => {
+                self.slots[at] = (id, hash);
+                Ok(())
+            }
+            Probe::Found(at) => Err(self.slots[at].0),
+            Probe::TooFar => {
+                self.order(nodes);
+                self.add(nodes, id, replace)
+            }
         }
     }
 
     /// Doubles the table; the stored hashes place the entries without reading the names.
-    fn grow(&mut self) {
+    /// An entry that lands past the bound moves the table to the ordered map.
+    fn grow(&mut self, nodes: &[Node]) {
         let size = self.slots.len() * 2;
-        let old = std::mem::replace(&mut self.slots, vec![(Self::EMPTY, 0); size]);
+        let mut slots = vec![(Self::EMPTY, 0); size];
         let mask = size - 1;
-        for (id, hash) in old {
+        for &(id, hash) in &self.slots {
             if id == Self::EMPTY {
                 continue;
             }
             let mut at = hash as usize & mask;
-            while self.slots[at].0 != Self::EMPTY {
+            let mut steps = 0;
+            while slots[at].0 != Self::EMPTY {
+                steps += 1;
+                if steps > Self::MAX_PROBE {
+                    self.order(nodes);
+                    return;
+                }
                 at = (at + 1) & mask;
             }
-            self.slots[at] = (id, hash);
+            slots[at] = (id, hash);
         }
+        self.slots = slots;
     }
 
     pub(crate) fn find(&self, nodes: &[Node], name: &str) -> Option<NodeId> {
-        let at = self.slot(nodes, name, name_hash(name));
-        match self.slots[at].0 {
-            Self::EMPTY => None,
-            id => Some(id),
+        if let Some(ordered) = &self.ordered {
+            return ordered.get(name).copied();
+        }
+        match self.probe(nodes, name, name_hash(name)) {
+            Probe::Found(at) => Some(self.slots[at].0),
+            // Every entry is within the bound of its home slot (see the type's comment).
+            Probe::Free(_) | Probe::TooFar => None,
         }
     }
 }
@@ -932,5 +1006,120 @@ mod tests {
             edges += expected.len();
         }
         assert!(edges > graph.len());
+    }
+
+    /// `n` distinct eight-character names (printable ASCII, none that JSON escapes) whose hashes share their low 24 bits, so they share a
+    /// home slot in any table of up to 2^24 slots: computed by inverting [`name_hash`]
+    /// (multiplication by an odd constant and rotation are bijections), as an attacker would.
+    pub(crate) fn colliding_names(n: usize) -> Vec<String> {
+        let inverse = {
+            // Newton's iteration for the inverse of an odd number modulo 2^64.
+            let mut x = FX_SEED;
+            for _ in 0..6 {
+                x = x.wrapping_mul(2u64.wrapping_sub(FX_SEED.wrapping_mul(x)));
+            }
+            x
+        };
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut names = std::collections::BTreeSet::new();
+        while names.len() < n {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // `finish` of the hash wanted; undo the rotation, the multiply of the `0xff`
+            // that ends a `str`, and the multiply of the one eight-byte word.
+            let wanted = (state << 24) | 0x5a_5a5a;
+            let after_ff = wanted.rotate_right(26).wrapping_mul(inverse);
+            let word = (after_ff ^ 0xff).rotate_right(5).wrapping_mul(inverse);
+            let bytes = word.to_le_bytes();
+            if bytes
+                .iter()
+                .all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+            {
+                names.insert(String::from_utf8(bytes.to_vec()).unwrap());
+            }
+        }
+        names.into_iter().collect()
+    }
+
+    #[test]
+    fn colliding_names_collide() {
+        let names = colliding_names(50);
+        let home = name_hash(&names[0]) & 0xff_ffff;
+        assert!(names.iter().all(|n| name_hash(n) & 0xff_ffff == home));
+    }
+
+    /// Names that share a home slot move the table to the ordered map instead of making each
+    /// probe walk one ever longer run; every name is still found, duplicates still refused.
+    #[test]
+    fn names_chosen_to_collide_do_not_make_the_table_quadratic() {
+        for crafted in [false, true] {
+            let names: Vec<String> = if crafted {
+                colliding_names(2_000)
+            } else {
+                (0..2_000).map(|i| format!("node_{i}")).collect()
+            };
+            let nodes: Vec<Node> = names
+                .iter()
+                .map(|n| node(n, "aten.mm", None, None))
+                .collect();
+            let mut table = NameTable::with_capacity(0);
+            for id in 0..nodes.len() {
+                assert_eq!(table.insert_new(&nodes, id), Ok(()));
+            }
+            assert_eq!(table.is_ordered(), crafted, "crafted names: {crafted}");
+            for (id, n) in names.iter().enumerate() {
+                assert_eq!(table.find(&nodes, n), Some(id));
+            }
+            assert_eq!(table.find(&nodes, "absent"), None);
+            let again = node(&names[7], "aten.mm", None, None);
+            let mut more = nodes.clone();
+            more.push(again);
+            assert_eq!(table.insert_new(&more, more.len() - 1), Err(7));
+            table.insert(&more, more.len() - 1);
+            assert_eq!(table.find(&more, &names[7]), Some(more.len() - 1));
+            // Built in one go (`Graph::new`'s way), the same.
+            let built = NameTable::new(&nodes);
+            assert_eq!(built.is_ordered(), crafted);
+            assert!(names
+                .iter()
+                .enumerate()
+                .all(|(id, n)| built.find(&nodes, n) == Some(id)));
+        }
+    }
+
+    /// A dump of names chosen to collide reads as any other: its references resolved through
+    /// the ordered map, a dangling one reported as before. (How long such a dump takes is in
+    /// docs/performance.md: the crafted names are slow to make in a debug build.)
+    #[test]
+    fn a_dump_of_colliding_names_reads_as_any_other() {
+        let names = colliding_names(5_000);
+        let mut text = String::from(r#"{"format": "commlens.graph", "version": 1, "nodes": ["#);
+        for (i, name) in names.iter().enumerate() {
+            let args = match i {
+                0 => String::new(),
+                _ => format!(r#"{{"node": "{}"}}"#, names[i - 1]),
+            };
+            if i > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(&format!(
+                r#"{{"name": "{name}", "op": "call_function", "target": "aten.relu.default", "args": [{args}], "kwargs": {{}}, "meta": {{}}}}"#
+            ));
+        }
+        text.push_str("]}");
+        let graph = Graph::new(crate::dump::read_dump(text.as_bytes()).unwrap());
+        assert_eq!(graph.len(), names.len());
+        assert_eq!(graph.find(&names[4_000]), Some(4_000));
+        assert!(graph.by_name.get().is_some_and(NameTable::is_ordered));
+        let dangling = text.replacen(
+            &format!(r#"{{"node": "{}"}}"#, names[9]),
+            r#"{"node": "nowhere"}"#,
+            1,
+        );
+        let error = crate::dump::read_dump(dangling.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("nowhere"), "{error}");
     }
 }
