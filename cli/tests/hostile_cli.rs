@@ -25,11 +25,27 @@ fn fixture() -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// A scratch directory for one test.
-fn scratch(test: &str) -> PathBuf {
+/// A scratch directory for one test, removed when the test ends (passing or not).
+fn scratch(test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("commlens-hostile-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {

@@ -178,6 +178,8 @@ fn the_svg_and_trace_record_the_settings_they_were_made_with() {
         title.contains("dump.json") && title.contains("cap_bytes"),
         "{title}"
     );
-    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let written = std::fs::read(&trace);
+    let _ = std::fs::remove_file(&trace);
+    let trace: serde_json::Value = serde_json::from_slice(&written.unwrap()).unwrap();
     assert_eq!(trace["otherData"]["args"], args);
 }
