@@ -1122,4 +1122,51 @@ mod tests {
             .to_string();
         assert!(error.contains("nowhere"), "{error}");
     }
+
+    /// Inserts, replacements and lookups agree with a plain map, whether the table moves to
+    /// the ordered map while it grows, while it holds many names, or never.
+    #[test]
+    fn the_name_table_agrees_with_a_map() {
+        let crafted = colliding_names(600);
+        for (plain_first, crafted_count) in [(0, 600), (50, 600), (3_000, 300), (3_000, 0)] {
+            let mut names: Vec<String> = (0..plain_first).map(|i| format!("n{i}")).collect();
+            names.extend(crafted.iter().take(crafted_count).cloned());
+            names.extend((0..500).map(|i| format!("late_{i}")));
+            // Each name twice: the second node with it is refused by `insert_new`, then
+            // replaces the first through `insert`, in a scrambled order.
+            let mut nodes: Vec<Node> = Vec::new();
+            let mut table = NameTable::with_capacity(0);
+            let mut model: std::collections::HashMap<String, NodeId> = Default::default();
+            let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+            for round in 0..2 {
+                for (i, name) in names.iter().enumerate() {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    nodes.push(node(name, "aten.mm", None, None));
+                    let id = nodes.len() - 1;
+                    if round == 0 {
+                        assert_eq!(table.insert_new(&nodes, id), Ok(()), "{name}");
+                        model.insert(name.clone(), id);
+                    } else if state % 2 == 0 {
+                        assert_eq!(table.insert_new(&nodes, id), Err(model[name]), "{name}");
+                    } else {
+                        table.insert(&nodes, id);
+                        model.insert(name.clone(), id);
+                    }
+                    let probe = &names[(state as usize) % (i + 1)];
+                    assert_eq!(
+                        table.find(&nodes, probe),
+                        model.get(probe).copied(),
+                        "{probe}"
+                    );
+                }
+            }
+            for (name, &id) in &model {
+                assert_eq!(table.find(&nodes, name), Some(id), "{name}");
+            }
+            assert_eq!(table.find(&nodes, "never"), None);
+            assert_eq!(table.is_ordered(), crafted_count > 0);
+        }
+    }
 }
