@@ -1148,7 +1148,7 @@ mod tests {
                     if round == 0 {
                         assert_eq!(table.insert_new(&nodes, id), Ok(()), "{name}");
                         model.insert(name.clone(), id);
-                    } else if state % 2 == 0 {
+                    } else if state.is_multiple_of(2) {
                         assert_eq!(table.insert_new(&nodes, id), Err(model[name]), "{name}");
                     } else {
                         table.insert(&nodes, id);
