@@ -9,6 +9,7 @@ pub mod diff;
 pub mod dump;
 pub mod dump_writer;
 pub mod graph;
+pub mod hashing;
 pub mod identity;
 pub mod input;
 pub mod key;

@@ -68,12 +68,7 @@ impl CollectiveKind {
     }
 }
 
-/// Hash maps and sets over ids and strings from the dump: a fast hasher, seeded afresh for each
-/// map. Keys come from the input, and with a seed anyone can read in this source, names can
-/// be computed to share one probe sequence, which makes every insert walk it (quadratic over
-/// the graph). Iteration order never reaches output, so the seed changes nothing else.
-pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+pub(crate) use crate::hashing::{FastMap, FastSet};
 
 /// Why the planner did what it did to one collective; the strings are the reference's.
 /// Ordered as declared: skips, then splits, then the singleton reason.
@@ -760,17 +755,6 @@ fn plan_prepared<G: Borrow<Graph>>(planner: &Planner<G>, args: &ValidatedArgs) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Each map hashes with its own seed, so no one can compute names that collide in it.
-    #[test]
-    fn fast_maps_are_seeded_each_their_own() {
-        use std::hash::BuildHasher;
-        let (a, b): (FastMap<&str, u32>, FastSet<&str>) = Default::default();
-        assert_ne!(
-            a.hasher().hash_one("layers.0"),
-            b.hasher().hash_one("layers.0")
-        );
-    }
 
     /// One pass or two, the same plan; and a document that repeats `nodes` (the last array
     /// counts) is prepared from the last array only.

@@ -15,6 +15,17 @@ pub fn document() -> Option<web_sys::Document> {
     web_sys::window()?.document()
 }
 
+/// Eight bytes from the browser's random source (`crypto.getRandomValues`), if it has one.
+pub fn random_u64() -> Option<u64> {
+    let mut bytes = [0u8; 8];
+    web_sys::window()?
+        .crypto()
+        .ok()?
+        .get_random_values_with_u8_array(&mut bytes)
+        .ok()?;
+    Some(u64::from_le_bytes(bytes))
+}
+
 /// `performance.now()` in milliseconds.
 pub fn now_ms() -> f64 {
     web_sys::window()

@@ -25,6 +25,11 @@ static HEAP: commlens::wasm_heap::Heap = commlens::wasm_heap::Heap::new();
 
 fn main() {
     fatal::install();
+    // The core's hash maps are keyed by the dump's strings: seeded with the browser's entropy,
+    // a dump cannot name its nodes to collide in them (wasm has no other source of it).
+    if let Some(entropy) = browser::random_u64() {
+        commlens::hashing::seed_from_host(entropy);
+    }
     // Started now, so that it is running when the first read hands it the signature's bytes.
     digest::WebDigest::warm();
     // The app renders into `#app`, beside the `#fatal` banner it must never clear.
