@@ -2,7 +2,7 @@
 //! [`DumpError`] that names the node and the field out. Unknown keys are accepted.
 
 use crate::graph::NameTable;
-use crate::meta::{DumpText, Meta};
+use crate::meta::{DumpText, Meta, MetaText};
 use crate::value::{
     kind_of, skip_map, skip_seq, Context, DecodeError, DecodeScratch, Key, KeySeed, Kind, NodeRef,
     PyValue, ScanSeed, Skip,
@@ -13,6 +13,8 @@ use serde_json::Value as J;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+
+mod streamed;
 
 /// The format tag every dump carries.
 pub const FORMAT: &str = "commlens.graph";
@@ -378,24 +380,30 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump, DumpError> {
 /// [`read_dump`], handing each node to `sink` as it is read. When reading fails, what the
 /// sink gathered is meaningless.
 pub fn read_dump_into(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        gunzip(bytes)?
-    } else {
-        bytes.to_vec()
-    };
-    read_text_into(text, sink)
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        return read_gzip_into(bytes, sink);
+    }
+    read_text_into(bytes.to_vec(), sink)
+}
+
+/// A gzip-compressed dump, read as it decompresses without holding its whole text
+/// (`streamed`); one that reader declines (any dump that breaks a rule, among others) is
+/// decompressed whole and read as plain text, which says what is wrong.
+fn read_gzip_into(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
+    match streamed::read(bytes, sink) {
+        Ok(dump) => Ok(dump),
+        Err(streamed::Declined) => read_text_into(gunzip(bytes)?, sink),
+    }
 }
 
 /// [`read_dump_into`] for bytes the caller gives up, which then need no copy: the dump's text
 /// is kept, shared by the nodes' metadata, for the entries decoded on first use
 /// ([`crate::meta`]).
 pub fn read_owned_into(bytes: Vec<u8>, sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        gunzip(&bytes)?
-    } else {
-        bytes
-    };
-    read_text_into(text, sink)
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        return read_gzip_into(&bytes, sink);
+    }
+    read_text_into(bytes, sink)
 }
 
 /// [`read_dump_into`], or [`read_owned_into`] when the bytes are owned.
@@ -1242,12 +1250,45 @@ impl<'de> Want<'de> for KwargsWant<'_> {
     }
 }
 
+/// Where the text a node was parsed from lives: the metadata's undecoded entries are kept
+/// there.
+#[derive(Clone, Copy)]
+enum NodeText<'s> {
+    /// The dump's whole text, kept and shared by the nodes' metadata.
+    Document(&'s DumpText),
+    /// Only this node's text, which is not kept: metadata copies its object out of it.
+    Node(&'s [u8]),
+}
+
+impl NodeText<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            NodeText::Document(text) => text,
+            NodeText::Node(text) => text,
+        }
+    }
+
+    /// The object that starts at `start`, kept for its undecoded entries.
+    fn keep(&self, start: usize) -> Option<MetaText> {
+        match self {
+            NodeText::Document(text) => Some(MetaText::InDocument {
+                document: (*text).clone(),
+                start,
+            }),
+            NodeText::Node(text) => match streamed::scan_value(text, start) {
+                streamed::Scan::Done { end, .. } => Some(MetaText::Own(text[start..end].into())),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// `meta`: an object of metadata values (`null` is absent), and how many node references its
 /// decoded entries hold. Given the dump's `text`, the entries [`crate::meta::decoded_on_read`]
 /// refuses are checked and left in the text; without it, every entry is decoded.
 struct MetaWant<'s> {
     scratch: &'s DecodeScratch,
-    text: Option<&'s DumpText>,
+    text: Option<NodeText<'s>>,
 }
 
 impl<'de> Want<'de> for MetaWant<'_> {
@@ -1271,7 +1312,7 @@ impl<'de> Want<'de> for MetaWant<'_> {
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if first {
                 first = false;
-                start = self.text.and_then(|text| object_start(text, &key));
+                start = self.text.and_then(|text| object_start(text.bytes(), &key));
             }
             if start.is_some() && !crate::meta::decoded_on_read(&key) {
                 left = true;
@@ -1287,7 +1328,7 @@ impl<'de> Want<'de> for MetaWant<'_> {
             // reported, with the others.
             scratch.truncate_entries(mark);
             scratch.meta_refs.set(refs_before);
-            let mut again = serde_json::Deserializer::from_slice(&text[start..]);
+            let mut again = serde_json::Deserializer::from_slice(&text.bytes()[start..]);
             let whole = MetaWant {
                 scratch,
                 text: None,
@@ -1302,7 +1343,10 @@ impl<'de> Want<'de> for MetaWant<'_> {
         }
         let entries = scratch.take_entries(mark);
         let text = match (left, self.text, start) {
-            (true, Some(text), Some(start)) => Some((text.clone(), start)),
+            (true, Some(text), Some(start)) => Some(text.keep(start).ok_or_else(|| {
+                // Not reached: the object parsed, so it ends.
+                de::Error::custom("metadata that parsed has no end")
+            })?),
             _ => None,
         };
         let refs = scratch.meta_refs.get() - refs_before;
@@ -1379,7 +1423,7 @@ struct RawNode<'de> {
 
 struct NodeWant<'s> {
     scratch: &'s DecodeScratch,
-    text: &'s DumpText,
+    text: NodeText<'s>,
 }
 
 impl<'de> Want<'de> for NodeWant<'_> {
@@ -1438,6 +1482,68 @@ struct ParsedNodes {
     signature: crate::signature::SignatureHasher,
 }
 
+impl ParsedNodes {
+    /// Before the first node: room for as many nodes as `text_len` bytes of JSON could hold
+    /// at about 384 bytes each (real dumps take more), so the vector of a large graph is not
+    /// copied as it grows; the room it does not use is never touched. Without the room, it
+    /// grows.
+    fn new(text_len: usize) -> ParsedNodes {
+        let mut nodes = Vec::new();
+        let _ = nodes.try_reserve(text_len / 384);
+        ParsedNodes {
+            nodes,
+            index: NameTable::with_capacity(0),
+            error: None,
+            with_meta_refs: Vec::new(),
+            signature: crate::signature::SignatureHasher::default(),
+        }
+    }
+
+    /// Checks node `i` as parsed and takes it, handing it to `sink`. False when it broke a
+    /// rule (kept in `error`): the rest is then only parsed.
+    fn take(
+        &mut self,
+        i: usize,
+        raw: Slot<RawNode<'_>>,
+        targets: &mut Targets,
+        sink: &mut dyn NodeSink,
+    ) -> bool {
+        let lookup = |name: &str| self.index.find(&self.nodes, name);
+        match check_node(i, raw, &lookup, targets) {
+            Ok((node, meta_refs)) => {
+                // No earlier node failed, so `i` is the node's position.
+                self.nodes.push(node);
+                match self.index.insert_new(&self.nodes, i) {
+                    Err(first) => {
+                        let node = self.nodes.pop().expect("just pushed");
+                        self.error = Some(DumpError::Node {
+                            index: i,
+                            name: Some(node.name),
+                            field: "name".into(),
+                            message: format!(
+                                "the name is already used by node {first}; node names are \
+                                 unique in a dump"
+                            ),
+                        });
+                    }
+                    Ok(()) => {
+                        // Hashed now, while the node is in cache (references in its metadata
+                        // print as names, resolved or not).
+                        let node = &self.nodes[i];
+                        self.signature.add(node);
+                        sink.node(i, node);
+                        if meta_refs > 0 {
+                            self.with_meta_refs.push(i);
+                        }
+                    }
+                }
+            }
+            Err(e) => self.error = Some(e),
+        }
+        self.error.is_none()
+    }
+}
+
 struct NodesWant<'s> {
     sink: &'s mut dyn NodeSink,
     text: &'s DumpText,
@@ -1447,59 +1553,17 @@ impl<'de> Want<'de> for NodesWant<'_> {
     type Out = ParsedNodes;
 
     fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Slot<Self::Out>, A::Error> {
-        let mut parsed = ParsedNodes {
-            nodes: Vec::new(),
-            index: NameTable::with_capacity(0),
-            error: None,
-            with_meta_refs: Vec::new(),
-            signature: crate::signature::SignatureHasher::default(),
-        };
-        // Room for as many nodes as the text could hold at about 384 bytes of JSON each (real
-        // dumps take more): the vector of a large graph is then not copied as it grows, and
-        // the room it does not use is never touched. Without the room, it grows.
-        let _ = parsed.nodes.try_reserve(self.text.len() / 384);
+        let mut parsed = ParsedNodes::new(self.text.len());
         let scratch = DecodeScratch::default();
         let mut targets = Targets::default();
         self.sink.begin();
         let mut i = 0;
         let want = || NodeWant {
             scratch: &scratch,
-            text: self.text,
+            text: NodeText::Document(self.text),
         };
         while let Some(raw) = seq.next_element_seed(Tolerant(want()))? {
-            let lookup = |name: &str| parsed.index.find(&parsed.nodes, name);
-            match check_node(i, raw, &lookup, &mut targets) {
-                Ok((node, meta_refs)) => {
-                    // No earlier node failed, so `i` is the node's position.
-                    parsed.nodes.push(node);
-                    match parsed.index.insert_new(&parsed.nodes, i) {
-                        Err(first) => {
-                            let node = parsed.nodes.pop().expect("just pushed");
-                            parsed.error = Some(DumpError::Node {
-                                index: i,
-                                name: Some(node.name),
-                                field: "name".into(),
-                                message: format!(
-                                    "the name is already used by node {first}; node names \
-                                     are unique in a dump"
-                                ),
-                            });
-                        }
-                        Ok(()) => {
-                            // Hashed now, while the node is in cache (references in its
-                            // metadata print as names, resolved or not).
-                            let node = &parsed.nodes[i];
-                            parsed.signature.add(node);
-                            self.sink.node(i, node);
-                            if meta_refs > 0 {
-                                parsed.with_meta_refs.push(i);
-                            }
-                        }
-                    }
-                }
-                Err(e) => parsed.error = Some(e),
-            }
-            if parsed.error.is_some() {
+            if !parsed.take(i, raw, &mut targets, self.sink) {
                 skip_seq(&mut seq)?;
                 break;
             }

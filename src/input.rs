@@ -267,12 +267,17 @@ impl From<TraceLogError> for InputError {
     }
 }
 
-/// The bytes decompressed (gzip is recognised by its magic bytes), and what they are.
-/// Bytes may be given borrowed or owned (`&[u8]`, `&Vec<u8>`, `Vec<u8>`); owned bytes of a
-/// plain dump are read in place, borrowed ones are copied (the reader keeps the dump's text).
+/// What the bytes are, and the bytes to read them from: a trace log decompressed; a dump as
+/// given, since the dump reader decompresses gzip itself as it reads, without holding the
+/// whole text (gzip is recognised by its magic bytes). Bytes may be given borrowed or owned
+/// (`&[u8]`, `&Vec<u8>`, `Vec<u8>`); owned bytes of a plain dump are read in place, borrowed
+/// ones are copied (the reader keeps the dump's text).
 pub fn detect<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<(Format, Cow<'a, [u8]>), InputError> {
     let bytes = bytes.into();
     check_size(bytes.len() as u64).map_err(InputError::TooLarge)?;
+    if bytes.starts_with(&[0x1f, 0x8b]) && gzip_holds_an_object(&bytes) {
+        return Ok((Format::Dump, bytes));
+    }
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
         Cow::Owned(dump::gunzip(&bytes)?)
     } else {
@@ -284,6 +289,27 @@ pub fn detect<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<(Format, Cow<'a, [u
         Format::Dump
     };
     Ok((format, bytes))
+}
+
+/// Whether gzip data decompresses to text that starts (after whitespace) with `{`: a JSON
+/// object, never a trace log, told from the first kilobyte.
+fn gzip_holds_an_object(bytes: &[u8]) -> bool {
+    use std::io::Read;
+    let mut start = [0u8; 1024];
+    let mut decoder = flate2::bufread::GzDecoder::new(bytes);
+    let mut got = 0;
+    while got < start.len() {
+        match decoder.read(&mut start[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    start[..got]
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        == Some(&b'{')
 }
 
 /// Reads the chosen graph as a dump. For a trace log, `warnings` holds what the log could
@@ -410,8 +436,18 @@ pub fn holds_graph(bytes: &[u8]) -> bool {
     }
     match detect(bytes) {
         Ok((Format::TraceLog, _)) => true,
-        Ok((Format::Dump, bytes)) => serde_json::from_slice::<Tagged>(&bytes)
-            .is_ok_and(|t| t.format.as_deref() == Some(dump::FORMAT)),
+        Ok((Format::Dump, bytes)) => {
+            let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+                match dump::gunzip(&bytes) {
+                    Ok(text) => Cow::Owned(text),
+                    Err(_) => return false,
+                }
+            } else {
+                bytes
+            };
+            serde_json::from_slice::<Tagged>(&text)
+                .is_ok_and(|t| t.format.as_deref() == Some(dump::FORMAT))
+        }
         Err(_) => false,
     }
 }

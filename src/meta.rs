@@ -45,12 +45,25 @@ pub fn decoded_on_read(key: &str) -> bool {
 /// The text a dump was read from, shared by the metadata of its nodes.
 pub type DumpText = Arc<Vec<u8>>;
 
-/// Where a node's `meta` object starts in the dump's text.
+/// Where a node's `meta` object is kept as text.
 #[derive(Clone)]
-struct MetaText {
-    document: DumpText,
-    /// The offset of the object's `{`.
-    start: usize,
+pub(crate) enum MetaText {
+    /// In the dump's whole text, which the nodes share: the object starts at `start` (its
+    /// `{`).
+    InDocument { document: DumpText, start: usize },
+    /// The object's own bytes: a dump read as it decompresses keeps no whole text
+    /// (`crate::dump::read_gzip_into`).
+    Own(Box<[u8]>),
+}
+
+impl MetaText {
+    /// The text that starts with the object (what follows it is not read).
+    fn bytes(&self) -> &[u8] {
+        match self {
+            MetaText::InDocument { document, start } => &document[*start..],
+            MetaText::Own(bytes) => bytes,
+        }
+    }
 }
 
 /// A node's `meta`: a Python `dict` with `str` keys, in insertion order. Read as a map with
@@ -73,11 +86,11 @@ impl Meta {
     }
 
     /// As read: `entries` (unique keys) are the decoded ones; with `text`, the rest are in
-    /// the object at `start` of `document`.
-    pub(crate) fn read(entries: Vec<(Key, PyValue)>, text: Option<(DumpText, usize)>) -> Meta {
+    /// the object it holds.
+    pub(crate) fn read(entries: Vec<(Key, PyValue)>, text: Option<MetaText>) -> Meta {
         Meta {
             entries,
-            text: text.map(|(document, start)| MetaText { document, start }),
+            text,
             full: OnceLock::new(),
         }
     }
@@ -97,7 +110,7 @@ impl Meta {
         use std::borrow::Cow;
         match &self.text {
             Some(text) if !decoded_on_read(key) && self.full.get().is_none() => {
-                crate::dump::decode_meta_entry(&text.document[text.start..], key).map(Cow::Owned)
+                crate::dump::decode_meta_entry(text.bytes(), key).map(Cow::Owned)
             }
             _ => self.get(key).map(Cow::Borrowed),
         }
@@ -208,7 +221,7 @@ impl Meta {
         let Some(text) = &self.text else {
             return self.entries.iter().cloned().collect();
         };
-        let from_text = crate::dump::decode_meta_object(&text.document[text.start..]);
+        let from_text = crate::dump::decode_meta_object(text.bytes());
         let mut out = Dict::with_capacity(from_text.len());
         for (key, value) in from_text {
             if !decoded_on_read(&key) {

@@ -1,0 +1,512 @@
+//! A gzip dump read as it decompresses, a node at a time, so that its whole text is never
+//! held: at 500k nodes the text alone was as large as everything parsed from it
+//! (docs/performance.md). Each node's text is parsed as soon as it is complete, by the same
+//! code and rules as the whole-text reader; the metadata entries left undecoded keep a copy of
+//! their object ([`MetaText::Own`]) instead of a position in the text.
+//!
+//! This reader only reads dumps that are right. Anything else (a broken rule, bad JSON, text
+//! that is not UTF-8, nesting near serde_json's depth limit, a repeated `nodes`, data over the
+//! input-size limit) makes it decline, and the dump is read whole as before, which reports
+//! the problem with its exact position and message. So every error a reader reports comes
+//! from one reader, and the two agree on every dump they both accept.
+
+use super::{
+    read_top, DecodeScratch, DeserializeSeed, Dump, NodeSink, NodeText, NodeWant, NodesInput,
+    ParsedNodes, Skip, Targets, Tolerant, J,
+};
+use std::io::Read;
+
+/// What [`scan_value`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// A value ends at `end` (exclusive), nested `depth` arrays and objects deep at most.
+    Done { end: usize, depth: usize },
+    /// The text ends inside the value.
+    More,
+    /// Not a JSON value's shape (a closing bracket first, nothing before a separator).
+    Bad,
+}
+
+/// Where the JSON value that starts at `start` (no whitespace before it) ends, found by its
+/// brackets and strings alone: what it holds is checked by the parser afterwards.
+pub(crate) fn scan_value(text: &[u8], start: usize) -> Scan {
+    match text.get(start) {
+        None => Scan::More,
+        Some(b'"') => match string_end(text, start + 1) {
+            Some(end) => Scan::Done { end, depth: 0 },
+            None => Scan::More,
+        },
+        Some(b'{' | b'[') => scan_nested(text, start),
+        Some(b'}' | b']') => Scan::Bad,
+        Some(_) => {
+            // A number, `true`, `false` or `null`: up to the next separator.
+            let len = text[start..].iter().position(|b| {
+                matches!(
+                    b,
+                    b',' | b':' | b']' | b'}' | b'[' | b'{' | b'"' | b' ' | b'\t' | b'\n' | b'\r'
+                )
+            });
+            match len {
+                Some(0) => Scan::Bad,
+                Some(len) => Scan::Done {
+                    end: start + len,
+                    depth: 0,
+                },
+                None => Scan::More,
+            }
+        }
+    }
+}
+
+/// [`scan_value`] for an array or object, which starts at `start`.
+fn scan_nested(text: &[u8], start: usize) -> Scan {
+    let mut i = start;
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    loop {
+        let Some(at) = next_structural(text, i) else {
+            return Scan::More;
+        };
+        match text[at] {
+            b'"' => {
+                let Some(end) = string_end(text, at + 1) else {
+                    return Scan::More;
+                };
+                i = end;
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Scan::Done {
+                        end: at + 1,
+                        depth: deepest,
+                    };
+                }
+            }
+            // `Y`, `_`, `y` or DEL, which share the brackets' bits (`next_structural`).
+            _ => {}
+        }
+        i = at + 1;
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of the first zero byte of `word` (little-endian) is the lowest bit set, when
+/// there is one: borrows only make false marks above a true zero.
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// The first position from `i` that holds one of `"`, `{`, `[`, `}`, `]` (or one of the four
+/// bytes that share the brackets' bits under `0xD9`: `Y`, `_`, `y`, DEL), eight bytes at a
+/// time: between a node's strings are short runs of punctuation, digits and spaces.
+fn next_structural(text: &[u8], mut i: usize) -> Option<usize> {
+    while let Some(chunk) = text.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let marks = zero_bytes(word ^ (b'"' as u64 * ONES))
+            | zero_bytes((word & (0xD9 * ONES)) ^ (0x59 * ONES));
+        if marks != 0 {
+            return Some(i + marks.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    let rest = text.get(i..)?;
+    rest.iter()
+        .position(|&b| b == b'"' || b & 0xD9 == 0x59)
+        .map(|at| i + at)
+}
+
+/// Just past the closing quote of the string whose contents start at `i`, eight bytes at a
+/// time (a dump's strings are mostly short).
+fn string_end(text: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let at = loop {
+            match text.get(i..i + 8) {
+                Some(chunk) => {
+                    let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+                    let marks = zero_bytes(word ^ (b'"' as u64 * ONES))
+                        | zero_bytes(word ^ (b'\\' as u64 * ONES));
+                    if marks != 0 {
+                        break i + marks.trailing_zeros() as usize / 8;
+                    }
+                    i += 8;
+                }
+                None => break i + memchr::memchr2(b'"', b'\\', text.get(i..)?)?,
+            }
+        };
+        if text[at] == b'"' {
+            return Some(at + 1);
+        }
+        // An escape: the byte after the backslash is never the end.
+        i = at + 2;
+    }
+}
+
+/// The streamed reader declined the dump; it is read whole instead.
+#[derive(Debug)]
+pub(super) struct Declined;
+
+impl<E: std::fmt::Display> From<E> for Declined {
+    fn from(_: E) -> Declined {
+        Declined
+    }
+}
+
+/// Deeper than this, a value is left to the whole-text reader: serde_json counts its depth
+/// limit (128) from the document, not from the node.
+const MAX_DEPTH: usize = 100;
+
+/// Bytes read from the decompressor at a time (at least).
+const CHUNK: usize = 256 << 10;
+
+/// gzip data (one member or several, as `input::gunzip` reads them) as a byte stream.
+struct Gunzip<'a> {
+    decoder: Option<flate2::bufread::GzDecoder<&'a [u8]>>,
+}
+
+impl Read for Gunzip<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let Some(decoder) = &mut self.decoder else {
+                return Ok(0);
+            };
+            let n = decoder.read(out)?;
+            if n > 0 || out.is_empty() {
+                return Ok(n);
+            }
+            let rest = self.decoder.take().expect("present").into_inner();
+            if rest.is_empty() {
+                return Ok(0);
+            }
+            if !rest.starts_with(&[0x1f, 0x8b]) {
+                return Err(std::io::Error::other("bytes after the gzip data"));
+            }
+            self.decoder = Some(flate2::bufread::GzDecoder::new(rest));
+        }
+    }
+}
+
+/// The decompressed text, held from the value being read to what has been decompressed.
+struct Stream<R> {
+    reader: R,
+    text: Vec<u8>,
+    /// Where reading is in `text`; what comes before is done with.
+    pos: usize,
+    /// Bytes decompressed so far, and the input-size limit on them.
+    total: u64,
+    limit: u64,
+}
+
+impl<R: Read> Stream<R> {
+    /// Decompresses at least `want` bytes more, unless the data ends first (then false).
+    /// Positions into `text` taken before do not survive it.
+    fn fill(&mut self, want: usize) -> Result<bool, Declined> {
+        self.text.drain(..self.pos);
+        self.pos = 0;
+        let start = self.text.len();
+        let want = want.max(CHUNK);
+        self.text.try_reserve(want)?;
+        self.text.resize(start + want, 0);
+        let mut got = 0;
+        while got < want {
+            match self.reader.read(&mut self.text[start + got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(Declined),
+            }
+        }
+        self.text.truncate(start + got);
+        self.total += got as u64;
+        if self.total > self.limit {
+            return Err(Declined);
+        }
+        Ok(got > 0)
+    }
+
+    /// The next byte that is not whitespace (it stays unread), or `None` at the end.
+    fn peek(&mut self) -> Result<Option<u8>, Declined> {
+        loop {
+            match self.text[self.pos..]
+                .iter()
+                .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                Some(at) => {
+                    self.pos += at;
+                    return Ok(Some(self.text[self.pos]));
+                }
+                None => {
+                    self.pos = self.text.len();
+                    if !self.fill(0)? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads `byte`, after whitespace.
+    fn expect(&mut self, byte: u8) -> Result<(), Declined> {
+        if self.peek()? != Some(byte) {
+            return Err(Declined);
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// The next value's span in `text`, whole (read on until it ends); `pos` stays at its
+    /// start.
+    fn value(&mut self) -> Result<(usize, usize), Declined> {
+        self.peek()?.ok_or(Declined)?;
+        loop {
+            match scan_value(&self.text, self.pos) {
+                Scan::Done { end, depth } if depth <= MAX_DEPTH => return Ok((self.pos, end)),
+                Scan::More => {
+                    // At least as much again as the value holds so far, so that a large
+                    // value is scanned a bounded number of times.
+                    if !self.fill(self.text.len() - self.pos)? {
+                        return Err(Declined);
+                    }
+                }
+                Scan::Done { .. } | Scan::Bad => return Err(Declined),
+            }
+        }
+    }
+
+    /// The text of `span`, which must be UTF-8 (as the whole-text reader's fast path needs).
+    fn str(&self, (start, end): (usize, usize)) -> Result<&str, Declined> {
+        Ok(std::str::from_utf8(&self.text[start..end])?)
+    }
+}
+
+/// Reads the gzip-compressed dump `bytes` as it decompresses, handing each node to `sink`.
+pub(super) fn read(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, Declined> {
+    let mut stream = Stream {
+        reader: Gunzip {
+            decoder: Some(flate2::bufread::GzDecoder::new(bytes)),
+        },
+        text: Vec::new(),
+        pos: 0,
+        total: 0,
+        limit: crate::input::limits().max_input_bytes,
+    };
+    let text_len = super::gzip_size_hint(bytes);
+    let mut top = serde_json::Map::new();
+    let mut nodes = None;
+    stream.expect(b'{')?;
+    if stream.peek()? == Some(b'}') {
+        stream.pos += 1;
+    } else {
+        loop {
+            let span = stream.value()?;
+            let key: String = serde_json::from_str(stream.str(span)?)?;
+            stream.pos = span.1;
+            stream.expect(b':')?;
+            if key == "nodes" {
+                if nodes.is_some() {
+                    return Err(Declined);
+                }
+                nodes = Some(read_nodes(&mut stream, text_len, sink)?);
+            } else {
+                let span = stream.value()?;
+                let text = stream.str(span)?;
+                match key.as_str() {
+                    "format" | "version" | "group_ranks" | "modules" | "state_fqns" | "source"
+                    | "planner" | "script_objects" => {
+                        let value: J = serde_json::from_str(text)?;
+                        top.insert(key, value);
+                    }
+                    _ => {
+                        serde_json::from_str::<Skip>(text)?;
+                    }
+                }
+                stream.pos = span.1;
+            }
+            match stream.peek()? {
+                Some(b',') => stream.pos += 1,
+                Some(b'}') => {
+                    stream.pos += 1;
+                    break;
+                }
+                _ => return Err(Declined),
+            }
+        }
+    }
+    if stream.peek()?.is_some() {
+        return Err(Declined);
+    }
+    let nodes = nodes.ok_or(Declined)?;
+    Ok(read_top(top, Some(NodesInput::Parsed(Box::new(nodes))))?)
+}
+
+/// The `nodes` array, a node at a time.
+fn read_nodes<R: Read>(
+    stream: &mut Stream<R>,
+    text_len: usize,
+    sink: &mut dyn NodeSink,
+) -> Result<ParsedNodes, Declined> {
+    stream.expect(b'[')?;
+    let mut parsed = ParsedNodes::new(text_len);
+    let scratch = DecodeScratch::default();
+    let mut targets = Targets::default();
+    sink.begin();
+    if stream.peek()? == Some(b']') {
+        stream.pos += 1;
+        return Ok(parsed);
+    }
+    let mut i = 0;
+    loop {
+        let span = stream.value()?;
+        let text = stream.str(span)?;
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let raw = Tolerant(NodeWant {
+            scratch: &scratch,
+            text: NodeText::Node(text.as_bytes()),
+        })
+        .deserialize(&mut deserializer)?;
+        deserializer.end()?;
+        if !parsed.take(i, raw, &mut targets, sink) {
+            return Err(Declined);
+        }
+        stream.pos = span.1;
+        i += 1;
+        match stream.peek()? {
+            Some(b',') => stream.pos += 1,
+            Some(b']') => {
+                stream.pos += 1;
+                return Ok(parsed);
+            }
+            _ => return Err(Declined),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read, scan_value, Scan};
+    use std::io::Write;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).expect("gzip");
+        encoder.finish().expect("gzip")
+    }
+
+    /// The examples are read by this reader (not declined to the whole-text one), into what
+    /// the whole-text reader reads; `tests/streamed.rs` compares the two on every
+    /// conformance dump and every bad one.
+    #[test]
+    fn good_dumps_are_read_streamed_as_the_whole_text_reads_them() {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let llama = std::fs::read(examples.join("llama_fsdp.json.gz")).expect("example");
+        let mlp = gzip(&std::fs::read(examples.join("mlp_fsdp.json")).expect("example"));
+        // Two members, as `gzip a; gzip b; cat` makes.
+        let text = crate::dump::gunzip(&mlp).expect("gunzip");
+        let (a, b) = text.split_at(text.len() / 2);
+        let members = [gzip(a), gzip(b)].concat();
+        for bytes in [llama, mlp, members] {
+            let streamed = read(&bytes, &mut ()).expect("read streamed");
+            let whole =
+                crate::dump::read_text_into(crate::dump::gunzip(&bytes).expect("gunzip"), &mut ())
+                    .expect("read whole");
+            assert!(!streamed.nodes.is_empty());
+            assert_eq!(format!("{streamed:?}"), format!("{whole:?}"));
+            assert_eq!(streamed.signature, whole.signature);
+        }
+    }
+
+    #[test]
+    fn values_end_where_their_brackets_and_strings_say() {
+        let done = |text: &str, end: usize, depth: usize| {
+            assert_eq!(
+                scan_value(text.as_bytes(), 0),
+                Scan::Done { end, depth },
+                "{text}"
+            )
+        };
+        done(r#"{"a": [1, {"b": "]}"}]} , 3"#, 23, 3);
+        done(r#""a \" b\\" x"#, 10, 0);
+        done("12.5e3, 4", 6, 0);
+        done("null]", 4, 0);
+        done("[[]]", 4, 2);
+        for more in [r#"{"a": 1"#, r#""abc\""#, "123", "[[]", r#"{"a\"#] {
+            assert_eq!(scan_value(more.as_bytes(), 0), Scan::More, "{more}");
+        }
+        // Bytes that share the brackets' bits are not brackets.
+        done("[Y, _, y, \u{7f}, [\"]\"]]", 19, 2);
+        for bad in ["]", "}", ",1", ":"] {
+            assert_eq!(scan_value(bad.as_bytes(), 0), Scan::Bad, "{bad}");
+        }
+    }
+
+    /// Random JSON values, written compactly and pretty, end exactly where serde_json says
+    /// they do, whatever follows them, and are `More` when cut short.
+    #[test]
+    fn values_end_where_serde_json_says() {
+        use serde_json::{json, Value};
+        let mut state = 0x1234_5678_9abc_def1u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        fn value(next: &mut dyn FnMut(u64) -> u64, depth: u32) -> Value {
+            let strings = [
+                "",
+                "a",
+                "\"]\\",
+                "{[",
+                "Y_y\u{7f}",
+                "caf\u{e9} \u{1F600}",
+                "x\ny",
+            ];
+            match if depth > 4 { next(4) } else { next(7) } {
+                0 => json!(next(1000) as i64 - 500),
+                1 => json!(strings[next(strings.len() as u64) as usize]),
+                2 => json!(next(3) == 0),
+                3 => Value::Null,
+                4 => json!(next(1000) as f64 / 7.0),
+                5 => Value::Array((0..next(4)).map(|_| value(next, depth + 1)).collect()),
+                _ => Value::Object(
+                    (0..next(4))
+                        .map(|k| {
+                            (
+                                format!("{}{k}", strings[next(7) as usize]),
+                                value(next, depth + 1),
+                            )
+                        })
+                        .collect(),
+                ),
+            }
+        }
+        for round in 0..2000 {
+            let v = value(&mut next, 0);
+            let text = if round % 2 == 0 {
+                serde_json::to_string(&v).expect("json")
+            } else {
+                serde_json::to_string_pretty(&v).expect("json")
+            };
+            let mut with_tail = text.clone().into_bytes();
+            with_tail.extend_from_slice(b", {\"x\": 1}]");
+            match scan_value(&with_tail, 0) {
+                Scan::Done { end, .. } => assert_eq!(end, text.len(), "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+            let cut = next(text.len() as u64) as usize;
+            if !text.as_bytes()[..cut].is_empty() {
+                assert!(
+                    !matches!(scan_value(&text.as_bytes()[..cut], 0), Scan::Done { end, .. } if end > cut),
+                    "{text} cut at {cut}"
+                );
+            }
+        }
+    }
+}
