@@ -454,6 +454,19 @@ pub(crate) fn decode_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
     }
 }
 
+/// Reads a plain dump's text from `reader` a piece at a time as it parses, never holding it
+/// whole (`streamed`); `text_len` is the text's expected length. `None` when that reader
+/// declines the dump (any dump that breaks a rule, among others): read it whole then
+/// ([`read_owned_into`]), which says what is wrong. Nodes handed to `sink` before it declined
+/// are handed again.
+pub(crate) fn read_streamed_into(
+    reader: impl std::io::Read,
+    text_len: usize,
+    sink: &mut dyn NodeSink,
+) -> Option<Dump> {
+    streamed::read_from(reader, text_len, sink).ok()
+}
+
 /// Reads the JSON text of a dump.
 fn read_text_into(text: Vec<u8>, sink: &mut dyn NodeSink) -> Result<Dump, DumpError> {
     let text: DumpText = std::sync::Arc::new(text);

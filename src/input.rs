@@ -236,6 +236,8 @@ pub enum InputError {
     NotALog { choice: usize },
     /// Over the input-size limit.
     TooLarge(TooLarge),
+    /// The input could not be read (a file that failed while it was being read).
+    Unreadable(String),
 }
 
 impl fmt::Display for InputError {
@@ -244,6 +246,7 @@ impl fmt::Display for InputError {
             InputError::Dump(e) => e.fmt(f),
             InputError::TraceLog(e) => e.fmt(f),
             InputError::TooLarge(e) => e.fmt(f),
+            InputError::Unreadable(e) => write!(f, "the input could not be read: {e}"),
             InputError::NotALog { choice } => write!(
                 f,
                 "--graph {choice} is out of range: the input is a graph dump, which holds one \
@@ -264,6 +267,138 @@ impl From<DumpError> for InputError {
 impl From<TraceLogError> for InputError {
     fn from(e: TraceLogError) -> InputError {
         InputError::TraceLog(e)
+    }
+}
+
+/// What the readers read: bytes (a dump or a trace log, plain or gzip), or a regular file
+/// ([`Input::file`]), from which a plain dump is read a piece at a time as it is parsed and
+/// never held whole. Bytes convert into it (`&[u8]`, `&Vec<u8>`, `Vec<u8>`, `Cow<[u8]>`).
+pub enum Input<'a> {
+    Bytes(Cow<'a, [u8]>),
+    File(FileInput),
+}
+
+/// A regular file to read (see [`Input`]).
+pub struct FileInput {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl Input<'_> {
+    /// `file`, read as it is parsed when it is a regular file holding a plain dump. Anything
+    /// else (a pipe, a device, gzip, a trace log) is read whole here, up to the input-size
+    /// limit, which a regular file's length is checked against first.
+    pub fn file(file: std::fs::File) -> std::io::Result<Input<'static>> {
+        let len = file
+            .metadata()?
+            .is_file()
+            .then(|| file.metadata().map(|m| m.len()));
+        match len.transpose()? {
+            Some(len) => {
+                check_size(len).map_err(std::io::Error::other)?;
+                Ok(Input::File(FileInput { file, len }))
+            }
+            None => Ok(Input::Bytes(Cow::Owned(read_limited(file, None)?))),
+        }
+    }
+}
+
+impl<'a> From<&'a [u8]> for Input<'a> {
+    fn from(bytes: &'a [u8]) -> Input<'a> {
+        Input::Bytes(Cow::Borrowed(bytes))
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for Input<'a> {
+    fn from(bytes: &'a [u8; N]) -> Input<'a> {
+        Input::Bytes(Cow::Borrowed(bytes))
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Input<'a> {
+    fn from(bytes: &'a Vec<u8>) -> Input<'a> {
+        Input::Bytes(Cow::Borrowed(bytes))
+    }
+}
+
+impl From<Vec<u8>> for Input<'_> {
+    fn from(bytes: Vec<u8>) -> Input<'static> {
+        Input::Bytes(Cow::Owned(bytes))
+    }
+}
+
+impl<'a> From<Cow<'a, [u8]>> for Input<'a> {
+    fn from(bytes: Cow<'a, [u8]>) -> Input<'a> {
+        Input::Bytes(bytes)
+    }
+}
+
+impl FileInput {
+    /// The file's bytes, whole.
+    fn read_whole(mut self) -> Result<Vec<u8>, InputError> {
+        use std::io::Seek;
+        self.file
+            .rewind()
+            .and_then(|()| read_limited(&mut self.file, Some(self.len)))
+            .map_err(|e| unreadable(&e))
+    }
+
+    /// Whether the file starts (after whitespace) with `{`: a plain dump, which is read as it
+    /// is parsed; gzip and trace logs are read whole.
+    fn holds_a_plain_object(&mut self) -> Result<bool, InputError> {
+        use std::io::{Read, Seek};
+        let mut start = [0u8; 1024];
+        let mut got = 0;
+        self.file.rewind().map_err(|e| unreadable(&e))?;
+        while got < start.len() {
+            match self.file.read(&mut start[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(unreadable(&e)),
+            }
+        }
+        self.file.rewind().map_err(|e| unreadable(&e))?;
+        Ok(start[..got]
+            .iter()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            == Some(&b'{'))
+    }
+
+    /// The dump in the file, read a piece at a time; one the streamed reader declines is read
+    /// whole (`dump::read_streamed_into`).
+    fn read_dump_into(mut self, sink: &mut dyn NodeSink) -> Result<Dump, InputError> {
+        let text_len = usize::try_from(self.len).unwrap_or(usize::MAX);
+        if let Some(dump) = dump::read_streamed_into(&mut self.file, text_len, sink) {
+            return Ok(dump);
+        }
+        Ok(dump::read_owned_into(self.read_whole()?, sink)?)
+    }
+}
+
+fn unreadable(e: &std::io::Error) -> InputError {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<TooLarge>())
+    {
+        Some(too_large) => InputError::TooLarge(*too_large),
+        None => InputError::Unreadable(e.to_string()),
+    }
+}
+
+/// The input as bytes, or a file that holds a plain dump.
+enum Opened<'a> {
+    Bytes(Cow<'a, [u8]>),
+    PlainDump(FileInput),
+}
+
+fn open(input: Input<'_>) -> Result<Opened<'_>, InputError> {
+    match input {
+        Input::Bytes(bytes) => Ok(Opened::Bytes(bytes)),
+        Input::File(mut file) => match file.holds_a_plain_object()? {
+            true => Ok(Opened::PlainDump(file)),
+            false => Ok(Opened::Bytes(Cow::Owned(file.read_whole()?))),
+        },
     }
 }
 
@@ -314,7 +449,14 @@ fn gzip_holds_an_object(bytes: &[u8]) -> bool {
 
 /// Reads the chosen graph as a dump. For a trace log, `warnings` holds what the log could
 /// not say (group ranks, cut annotations).
-pub fn read<'a>(bytes: impl Into<Cow<'a, [u8]>>, graph: Option<usize>) -> Result<Dump, InputError> {
+pub fn read<'a>(input: impl Into<Input<'a>>, graph: Option<usize>) -> Result<Dump, InputError> {
+    let bytes = match open(input.into())? {
+        Opened::PlainDump(file) => {
+            check_dump_choice(graph)?;
+            return file.read_dump_into(&mut ());
+        }
+        Opened::Bytes(bytes) => bytes,
+    };
     let (format, bytes) = detect(bytes)?;
     match format {
         Format::Dump => {
@@ -331,18 +473,28 @@ pub fn read<'a>(bytes: impl Into<Cow<'a, [u8]>>, graph: Option<usize>) -> Result
 
 /// [`read`], then the graph's structure.
 pub fn read_graph<'a>(
-    bytes: impl Into<Cow<'a, [u8]>>,
+    input: impl Into<Input<'a>>,
     graph: Option<usize>,
 ) -> Result<Graph, InputError> {
-    Ok(Graph::new(read(bytes, graph)?))
+    Ok(Graph::new(read(input, graph)?))
 }
 
 /// Reads the chosen graph prepared for planning. A dump is read in one pass
 /// (`planner::read_prepared`); a trace log's graph is read, then prepared.
 pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(
-    bytes: impl Into<Cow<'a, [u8]>>,
+    input: impl Into<Input<'a>>,
     graph: Option<usize>,
 ) -> Result<Planner<G>, InputError> {
+    let bytes = match open(input.into())? {
+        Opened::PlainDump(file) => {
+            check_dump_choice(graph)?;
+            return crate::planner::prepare_while_reading(
+                |sink| file.read_dump_into(sink),
+                &mut (),
+            );
+        }
+        Opened::Bytes(bytes) => bytes,
+    };
     let (format, bytes) = detect(bytes)?;
     match format {
         Format::Dump => {
@@ -390,32 +542,14 @@ pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(
 
 /// The graphs the input holds: every post-grad graph of a trace log (an unreadable one with
 /// its error), or the one graph of a dump.
-pub fn graphs<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<Vec<GraphSummary>, InputError> {
+pub fn graphs<'a>(input: impl Into<Input<'a>>) -> Result<Vec<GraphSummary>, InputError> {
+    let bytes = match open(input.into())? {
+        Opened::PlainDump(file) => return Ok(vec![dump_summary(file.read_dump_into(&mut ())?)]),
+        Opened::Bytes(bytes) => bytes,
+    };
     let (format, bytes) = detect(bytes)?;
     match format {
-        Format::Dump => {
-            let dump = dump::read_cow_into(bytes, &mut ())?;
-            let collectives = dump
-                .nodes
-                .iter()
-                .filter(|n| crate::graph::collective_op(n).is_some())
-                .count();
-            Ok(vec![GraphSummary {
-                index: 0,
-                compile_id: "-".to_string(),
-                rank: dump
-                    .source
-                    .as_ref()
-                    .and_then(|s| s.get("rank"))
-                    .and_then(serde_json::Value::as_i64),
-                line: 1,
-                content: Ok(GraphContent {
-                    kind: GraphKind::of(&dump.nodes),
-                    nodes: dump.nodes.len(),
-                    collectives,
-                }),
-            }])
-        }
+        Format::Dump => Ok(vec![dump_summary(dump::read_cow_into(bytes, &mut ())?)]),
         Format::TraceLog => {
             let log = TraceLog::scan(&bytes);
             if log.is_empty() {
@@ -424,6 +558,30 @@ pub fn graphs<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<Vec<GraphSummary>, 
             }
             Ok(log.summaries())
         }
+    }
+}
+
+/// A dump's one graph, as [`graphs`] lists it.
+fn dump_summary(dump: Dump) -> GraphSummary {
+    let collectives = dump
+        .nodes
+        .iter()
+        .filter(|n| crate::graph::collective_op(n).is_some())
+        .count();
+    GraphSummary {
+        index: 0,
+        compile_id: "-".to_string(),
+        rank: dump
+            .source
+            .as_ref()
+            .and_then(|s| s.get("rank"))
+            .and_then(serde_json::Value::as_i64),
+        line: 1,
+        content: Ok(GraphContent {
+            kind: GraphKind::of(&dump.nodes),
+            nodes: dump.nodes.len(),
+            collectives,
+        }),
     }
 }
 

@@ -192,7 +192,7 @@ pub fn plan_json_with(
 /// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
 /// own arguments), its FSDP tags taken as `mode` says.
 pub fn read_and_plan_with<'a>(
-    input: impl Into<std::borrow::Cow<'a, [u8]>>,
+    input: impl Into<input::Input<'a>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
     mode: TagMode,
@@ -266,7 +266,7 @@ pub fn untagged_note(graph: &Graph) -> Option<String> {
 /// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
 /// own arguments).
 pub fn read_and_plan<'a>(
-    input: impl Into<std::borrow::Cow<'a, [u8]>>,
+    input: impl Into<input::Input<'a>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
 ) -> Result<(Graph, BucketPlan), PlanFailure> {
@@ -286,7 +286,7 @@ pub fn read_and_plan<'a>(
 /// is and with the plan. The report carries what the plan's tags rest on (derived from roles,
 /// or why an untagged graph planned to nothing).
 pub fn cost_report<'a>(
-    input: impl Into<std::borrow::Cow<'a, [u8]>>,
+    input: impl Into<input::Input<'a>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
     mode: TagMode,

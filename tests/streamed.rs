@@ -141,3 +141,39 @@ fn what_the_streamed_reader_declines_reads_the_same() {
     latin1[at] = 0xe9;
     same_gzipped("not UTF-8", &latin1);
 }
+
+/// A file holding a plain dump is read as it is parsed (`input::Input::file`): every reader
+/// fixture and every conformance dump reads from its file as from its bytes.
+#[test]
+fn files_read_as_their_bytes() {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reader");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .expect("fixture dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    let cases = common::shared_dir().join("conformance/cases");
+    paths.extend(
+        common::case_dirs(&cases)
+            .iter()
+            .map(|c| c.join("dump.json")),
+    );
+    let outcome = |read: Result<commlens::Dump, commlens::InputError>| match read {
+        Ok(dump) => format!("{dump:?}"),
+        Err(e) => format!("error: {e}"),
+    };
+    for path in &paths {
+        let file = std::fs::File::open(path).expect("open");
+        let from_file = outcome(
+            commlens::input::Input::file(file)
+                .map_err(|e| panic!("{e}"))
+                .and_then(|input| commlens::input::read(input, None)),
+        );
+        let from_bytes = outcome(commlens::input::read(common::read(path), None));
+        assert!(
+            from_file == from_bytes,
+            "{}: the file reads differently",
+            path.display()
+        );
+    }
+    assert!(paths.len() > 70);
+}

@@ -2,7 +2,7 @@
 //! collective's identity (kept, combined, dropped by a rule, lost), with coverage before and
 //! after.
 
-use crate::{print_notes, read_file, write_output, CliError};
+use crate::{print_notes, read_input, write_output, CliError};
 use commlens::identity::json::AuditReport;
 use std::process::ExitCode;
 
@@ -29,20 +29,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let before_bytes = read_file(&args.before)?;
-    let after_bytes = read_file(&args.after)?;
-    let read = |path: &str, bytes: &[u8], graph: Option<usize>| {
-        let graph = commlens::input::read_graph(bytes, graph)
+    let before_input = read_input(&args.before)?;
+    let after_input = read_input(&args.after)?;
+    let read = |path: &str, input: commlens::input::Input, graph: Option<usize>| {
+        let graph = commlens::input::read_graph(input, graph)
             .map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
         print_notes(path, &graph.dump.warnings);
         Ok::<_, CliError>(graph)
     };
-    let before = read(
-        &args.before,
-        &before_bytes,
-        args.before_graph.or(args.graph),
-    )?;
-    let after = read(&args.after, &after_bytes, args.after_graph.or(args.graph))?;
+    let before = read(&args.before, before_input, args.before_graph.or(args.graph))?;
+    let after = read(&args.after, after_input, args.after_graph.or(args.graph))?;
     let audit = commlens::identity::audit(&before, &after);
     let report = AuditReport {
         before,

@@ -3,7 +3,7 @@
 //! [--efficiency F] [--json]`: what the graph and its plan cost on given hardware, by torch's
 //! own estimators (the library computes; this module reads the files and the options).
 
-use crate::{read_file, write_output, CliError};
+use crate::{read_file, read_input, write_output, CliError};
 use commlens::cost::{GpuGeneration, Hardware, Network};
 use std::process::ExitCode;
 
@@ -120,10 +120,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         hardware.roofline.efficiency = f;
     }
 
-    let dump_bytes = read_file(&args.dump)?;
+    let dump = read_input(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
     let report = commlens::cost_report(
-        dump_bytes,
+        dump,
         args.choice.graph,
         args_bytes.as_deref(),
         args.tags,

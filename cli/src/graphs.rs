@@ -2,7 +2,7 @@
 //! forward/backward, nodes, collectives), the numbers `--graph K` takes; with `--graph K
 //! --export OUT.json`, that graph saved as a graph dump.
 
-use crate::{print_notes, read_file, write_output, CliError};
+use crate::{print_notes, read_input, write_output, CliError};
 use commlens::tracelog::{graphs_json, graphs_text};
 use std::process::ExitCode;
 
@@ -23,15 +23,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let bytes = read_file(&args.log)?;
+    let input = read_input(&args.log)?;
     let failed = |e: commlens::InputError| CliError::Failed(format!("{}: {e}", args.log));
     if let Some(out) = &args.export {
-        let dump = commlens::input::read(&bytes, args.graph).map_err(failed)?;
+        let dump = commlens::input::read(input, args.graph).map_err(failed)?;
         print_notes(&args.log, &dump.warnings);
         write_output(Some(out), &commlens::dump_writer::write_dump(&dump))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let graphs = commlens::input::graphs(&bytes).map_err(failed)?;
+    let graphs = commlens::input::graphs(input).map_err(failed)?;
     let text = if args.json {
         graphs_json(&graphs)
     } else {

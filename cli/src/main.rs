@@ -154,6 +154,14 @@ pub fn read_file(path: &str) -> Result<Vec<u8>, CliError> {
     commlens::input::read_limited(file, size).map_err(failed)
 }
 
+/// The input at `path` for the readers: a regular file holding a plain dump is read as it is
+/// parsed, never held whole (`commlens::input::Input::file`); anything else is read here.
+pub fn read_input(path: &str) -> Result<commlens::input::Input<'static>, CliError> {
+    let failed = |e: std::io::Error| CliError::Failed(format!("cannot read {path}: {e}"));
+    let file = std::fs::File::open(path).map_err(failed)?;
+    commlens::input::Input::file(file).map_err(failed)
+}
+
 /// Writes `text` to `out` or to stdout.
 /// Writes what `write` produces to the file `out`, or to stdout, a piece at a time.
 pub fn write_output_with(

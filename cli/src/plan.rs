@@ -2,7 +2,8 @@
 //! [-o OUT]`: print the plan report (the reference's JSON, or the same plan in plain words).
 
 use crate::{
-    keep_until_exit, print_notes, read_file, write_output, write_output_with, CliError, GraphChoice,
+    keep_until_exit, print_notes, read_file, read_input, write_output, write_output_with, CliError,
+    GraphChoice,
 };
 use commlens::TagMode;
 use std::process::ExitCode;
@@ -42,15 +43,11 @@ pub fn tag_mode(text: &str) -> Result<TagMode, String> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let dump_bytes = read_file(&args.dump)?;
+    let dump = read_input(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
-    let planned = commlens::read_and_plan_with(
-        dump_bytes,
-        args.choice.graph,
-        args_bytes.as_deref(),
-        args.tags,
-    )
-    .map_err(|e| CliError::Failed(e.to_string()))?;
+    let planned =
+        commlens::read_and_plan_with(dump, args.choice.graph, args_bytes.as_deref(), args.tags)
+            .map_err(|e| CliError::Failed(e.to_string()))?;
     print_notes(&args.dump, &planned.graph.dump.warnings);
     match args.format {
         Format::Json => {

@@ -2,7 +2,9 @@
 //! [--trace TRACE.json]`: the bucket timeline the web app draws, as a standalone SVG (and
 //! optionally the Chrome-trace JSON), for review docs and CI.
 
-use crate::{keep_until_exit, print_notes, read_file, write_output, CliError, GraphChoice};
+use crate::{
+    keep_until_exit, print_notes, read_file, read_input, write_output, CliError, GraphChoice,
+};
 use commlens::timeline::{self, build_scene, render_svg_with, Viewport};
 use std::process::ExitCode;
 
@@ -46,12 +48,12 @@ fn non_negative(text: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let bytes = read_file(&args.dump)?;
+    let input = read_input(&args.dump)?;
     let planner_args = match args.args.as_deref() {
         Some(p) => Some(commlens::parse_args_json(&read_file(p)?).map_err(CliError::Failed)?),
         None => None,
     };
-    let graph = commlens::input::read_graph(bytes, args.choice.graph)
+    let graph = commlens::input::read_graph(input, args.choice.graph)
         .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
     print_notes(&args.dump, &graph.dump.warnings);
     let graph = match args.tags {

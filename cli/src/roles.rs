@@ -2,7 +2,8 @@
 //! from, the diagnostics and the coverage (`semantic-identity.md`).
 
 use crate::{
-    keep_until_exit, print_notes, read_file, write_output, write_output_with, CliError, GraphChoice,
+    keep_until_exit, print_notes, read_input, write_output, write_output_with, CliError,
+    GraphChoice,
 };
 use commlens::identity::json::RolesReport;
 use std::process::ExitCode;
@@ -20,8 +21,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let bytes = read_file(&args.dump)?;
-    let graph = commlens::input::read_graph(bytes, args.choice.graph)
+    let input = read_input(&args.dump)?;
+    let graph = commlens::input::read_graph(input, args.choice.graph)
         .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
     print_notes(&args.dump, &graph.dump.warnings);
     let report = RolesReport::new(graph);

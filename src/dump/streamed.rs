@@ -288,16 +288,26 @@ impl<R: Read> Stream<R> {
 
 /// Reads the gzip-compressed dump `bytes` as it decompresses, handing each node to `sink`.
 pub(super) fn read(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, Declined> {
+    let gunzip = Gunzip {
+        decoder: Some(flate2::bufread::GzDecoder::new(bytes)),
+    };
+    read_from(gunzip, super::gzip_size_hint(bytes), sink)
+}
+
+/// Reads the dump's text from `reader` a piece at a time, handing each node to `sink`;
+/// `text_len` is what the text's length is thought to be (for room, not trusted).
+pub(super) fn read_from(
+    reader: impl Read,
+    text_len: usize,
+    sink: &mut dyn NodeSink,
+) -> Result<Dump, Declined> {
     let mut stream = Stream {
-        reader: Gunzip {
-            decoder: Some(flate2::bufread::GzDecoder::new(bytes)),
-        },
+        reader,
         text: Vec::new(),
         pos: 0,
         total: 0,
         limit: crate::input::limits().max_input_bytes,
     };
-    let text_len = super::gzip_size_hint(bytes);
     let mut top = serde_json::Map::new();
     let mut nodes = None;
     stream.expect(b'{')?;
