@@ -1289,7 +1289,9 @@ impl NodeText<'_> {
                 start,
             }),
             NodeText::Node(text) => match streamed::scan_value(text, start) {
-                streamed::Scan::Done { end, .. } => Some(MetaText::Own(text[start..end].into())),
+                streamed::Scan::Done { end, .. } => {
+                    Some(MetaText::Own(streamed::kept_object(&text[start..end])))
+                }
                 _ => None,
             },
         }

@@ -97,6 +97,27 @@ pub fn read(data: &[u8]) {
         let _ = commlens::tracelog::graphs_json(&graphs);
     }
     let _ = input::holds_graph(data);
+    gzipped_reads_the_same(data);
+}
+
+/// A gzip dump is read as it decompresses (`dump::streamed`): gzipped, any input reads exactly
+/// as it does plain, errors word for word.
+fn gzipped_reads_the_same(data: &[u8]) {
+    use std::io::Write;
+    if data.starts_with(&[0x1f, 0x8b]) || data.len() as u64 > input::limits().max_input_bytes {
+        return;
+    }
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let gzipped = encoder
+        .write_all(data)
+        .and_then(|()| encoder.finish())
+        .expect("gzip into memory");
+    let plain = format!("{:?}", input::read(data, None));
+    let streamed = format!("{:?}", input::read(&gzipped, None));
+    assert!(
+        plain == streamed,
+        "gzipped reads differently:\n{plain}\n{streamed}"
+    );
 }
 
 pub fn args(data: &[u8]) {

@@ -332,15 +332,16 @@ pub struct ReadInput {
 /// Reads a dump or a trace log (plain or gzip, told apart by content: `commlens::input`, the
 /// door every shell reads through). A log opens on graph `choice`, or on
 /// [`LogGraphs::default_choice`]. Errors are the core's messages.
-/// Owned bytes are handed to the reader, which keeps a dump's text rather than a copy.
+/// Owned bytes are handed to the reader, which reads a plain dump's text in place.
 pub fn read_input<'a>(
     bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
     choice: Option<usize>,
 ) -> Result<ReadInput, String> {
+    // A dump's bytes come back as given (gzip is read as it decompresses); a log's decompressed.
     let (format, plain) = commlens::input::detect(bytes).map_err(|e| e.to_string())?;
     match format {
         Format::Dump => Ok(ReadInput {
-            // Handed over, so that gunzipped text is not copied.
+            // Handed over: plain text is read in place, not copied.
             planner: commlens::input::read_prepared(plain, None).map_err(|e| e.to_string())?,
             log: None,
             notice: choice
