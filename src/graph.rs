@@ -566,7 +566,7 @@ impl NameTable {
     }
 
     /// Moves every name to the ordered map.
-    fn order(&mut self, nodes: &[Node]) -> &mut std::collections::BTreeMap<Box<str>, NodeId> {
+    fn order(&mut self, nodes: &[Node]) {
         let slots = std::mem::take(&mut self.slots);
         self.ordered.get_or_insert_with(|| {
             slots
@@ -574,7 +574,7 @@ impl NameTable {
                 .filter(|&(id, _)| id != Self::EMPTY)
                 .map(|(id, _)| (Box::from(nodes[id].name.as_str()), id))
                 .collect()
-        })
+        });
     }
 
     /// Adds `nodes[id]` under its name.

@@ -160,7 +160,7 @@ pub struct GraphWork {
     /// The comm index of each node that is a communication op (`u32::MAX` otherwise).
     comm_at: Vec<u32>,
     /// `getitem` nodes of a coalesced collective's result: node → comm index.
-    item_of: crate::planner::FastMap<NodeId, u32>,
+    item_of: crate::hashing::FastMap<NodeId, u32>,
 }
 
 const NO_COMM: u32 = u32::MAX;
@@ -185,7 +185,7 @@ struct ValInfo {
 }
 
 /// `str(dtype)` to its index in `TORCH_DTYPES`, built once per graph.
-struct Dtypes(crate::planner::FastMap<&'static str, u8>);
+struct Dtypes(crate::hashing::FastMap<&'static str, u8>);
 
 impl Dtypes {
     fn new() -> Dtypes {

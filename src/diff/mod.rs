@@ -19,7 +19,8 @@ mod render;
 pub use read::{is_plan_document, read_side, read_side_with, SideError};
 pub use render::{DIFF_FORMAT, DIFF_VERSION};
 
-use crate::planner::{Action, BucketId, CollectiveKind, FastMap, Reason};
+use crate::hashing::FastMap;
+use crate::planner::{Action, BucketId, CollectiveKind, Reason};
 use std::fmt;
 use std::sync::Arc;
 

@@ -93,7 +93,7 @@ impl Collectives {
                 }
             }
         }
-        let mut strings: crate::planner::FastMap<String, Rc<str>> = Default::default();
+        let mut strings: crate::hashing::FastMap<String, Rc<str>> = Default::default();
         let mut share = |s: &str| -> Rc<str> {
             if let Some(r) = strings.get(s) {
                 return r.clone();

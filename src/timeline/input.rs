@@ -4,9 +4,9 @@
 use super::collectives::Collectives;
 use super::lane::Lane;
 use crate::graph::Graph;
+use crate::hashing::FastMap;
 use crate::identity::Source;
 use crate::ops::Api;
-use crate::planner::FastMap;
 use crate::planner::{Action, BucketPlan, Reason};
 use std::rc::Rc;
 

@@ -82,7 +82,7 @@ fn syntax_error(line: Line<'_>, e: Expected) -> SyntaxError {
 /// Node names defined so far.
 #[derive(Default)]
 struct Table<'s> {
-    by_name: crate::planner::FastMap<&'s str, usize>,
+    by_name: crate::hashing::FastMap<&'s str, usize>,
 }
 
 impl Names for Table<'_> {
@@ -117,7 +117,7 @@ struct Builder<'s, 'k> {
     truncated: Vec<String>,
     unreadable: Vec<String>,
     /// Annotations read so far, by their text.
-    annotations: crate::planner::FastMap<&'s str, Option<PyValue>>,
+    annotations: crate::hashing::FastMap<&'s str, Option<PyValue>>,
 }
 
 /// Reads the code of one graph from its payload lines (about `count` of them: a hint for
