@@ -1288,12 +1288,7 @@ impl NodeText<'_> {
                 document: (*text).clone(),
                 start,
             }),
-            NodeText::Node(text) => match streamed::scan_value(text, start) {
-                streamed::Scan::Done { end, .. } => {
-                    Some(MetaText::Own(streamed::kept_object(&text[start..end])))
-                }
-                _ => None,
-            },
+            NodeText::Node(text) => streamed::kept_object(&text[start..]).map(MetaText::Own),
         }
     }
 }

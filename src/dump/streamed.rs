@@ -149,12 +149,12 @@ fn string_end(text: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
-/// What a node keeps of its `meta` object (`object`, exactly its text) for the entries the
-/// reader did not decode: every entry in order, the decoded ones with `0` for a value (their
-/// values live decoded in the `Meta`; the key keeps its place in the whole map's order). At
-/// 500k nodes the decoded entries' values were a third of the kept text. Anything unexpected
-/// keeps the object as it is.
-pub(super) fn kept_object(object: &[u8]) -> Box<[u8]> {
+/// What a node keeps of the `meta` object that starts `text` for the entries the reader did
+/// not decode: every entry in order, the decoded ones with `0` for a value (their values live
+/// decoded in the `Meta`; the key keeps its place in the whole map's order). At 500k nodes the
+/// decoded entries' values were a third of the kept text. Anything unexpected keeps the object
+/// as it is. `None` when the object does not end in `text`.
+pub(super) fn kept_object(text: &[u8]) -> Option<Box<[u8]>> {
     thread_local! {
         static KEPT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -162,13 +162,17 @@ pub(super) fn kept_object(object: &[u8]) -> Box<[u8]> {
     // whole block (mimalloc does unless it halves).
     KEPT.with_borrow_mut(|out| {
         out.clear();
-        match kept_entries(object, out) {
-            Some(()) => out.as_slice().into(),
-            None => object.into(),
+        match kept_entries(text, out) {
+            Some(()) => Some(out.as_slice().into()),
+            None => match scan_value(text, 0) {
+                Scan::Done { end, .. } => Some(text[..end].into()),
+                _ => None,
+            },
         }
     })
 }
 
+/// The object at the start of `object`, found entry by entry (one pass), into `out`.
 fn kept_entries(object: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let skip_space = |mut i: usize| {
         while matches!(object.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
@@ -210,7 +214,7 @@ fn kept_entries(object: &[u8], out: &mut Vec<u8>) -> Option<()> {
                 out.push(b',');
                 i = skip_space(i + 1);
             }
-            Some(b'}') if i + 1 == object.len() => {
+            Some(b'}') => {
                 out.push(b'}');
                 return Some(());
             }
@@ -529,7 +533,8 @@ mod tests {
     #[test]
     fn kept_objects_hold_the_undecoded_values_and_every_key_in_order() {
         let kept = |text: &str| {
-            String::from_utf8(super::kept_object(text.as_bytes()).into()).expect("utf-8")
+            let kept = super::kept_object(text.as_bytes()).expect("an object");
+            String::from_utf8(kept.into()).expect("utf-8")
         };
         assert_eq!(
             kept(
@@ -540,15 +545,12 @@ mod tests {
         );
         // A key with an escape keeps its value; so does anything unexpected.
         assert_eq!(kept(r#"{"comm\u005ftype": 1}"#), r#"{"comm\u005ftype":1}"#);
-        for odd in [
-            "{}",
-            r#"{"a" 1}"#,
-            r#"{"a": 1"#,
-            r#"{"a": 1} "#,
-            r#"{"a": 1,}"#,
-        ] {
+        for odd in ["{}", r#"{"a" 1}"#, r#"{"a": 1,}"#] {
             assert_eq!(kept(odd), odd);
         }
+        // What follows the object is not kept; an object that does not end is not kept.
+        assert_eq!(kept(r#"{"a": 1}, "alias": true}"#), r#"{"a":1}"#);
+        assert!(super::kept_object(br#"{"a": 1"#).is_none());
     }
 
     /// Random JSON values, written compactly and pretty, end exactly where serde_json says
