@@ -8,7 +8,7 @@ use crate::dump::{self, Dump, DumpError, NodeSink};
 use crate::graph::Graph;
 use crate::planner::Planner;
 use crate::signature::SignatureHasher;
-use crate::tracelog::{self, GraphContent, GraphKind, GraphSummary, TraceLog, TraceLogError};
+use crate::tracelog::{self, GraphContent, GraphSummary, TraceLog, TraceLogError};
 use std::borrow::{Borrow, Cow};
 use std::cell::Cell;
 use std::fmt;
@@ -289,11 +289,8 @@ impl Input<'_> {
     /// else (a pipe, a device, gzip, a trace log) is read whole here, up to the input-size
     /// limit, which a regular file's length is checked against first.
     pub fn file(file: std::fs::File) -> std::io::Result<Input<'static>> {
-        let len = file
-            .metadata()?
-            .is_file()
-            .then(|| file.metadata().map(|m| m.len()));
-        match len.transpose()? {
+        let metadata = file.metadata()?;
+        match metadata.is_file().then_some(metadata.len()) {
             Some(len) => {
                 check_size(len).map_err(std::io::Error::other)?;
                 Ok(Input::File(FileInput { file, len }))
@@ -346,23 +343,11 @@ impl FileInput {
     /// Whether the file starts (after whitespace) with `{`: a plain dump, which is read as it
     /// is parsed; gzip and trace logs are read whole.
     fn holds_a_plain_object(&mut self) -> Result<bool, InputError> {
-        use std::io::{Read, Seek};
-        let mut start = [0u8; 1024];
-        let mut got = 0;
+        use std::io::Seek;
         self.file.rewind().map_err(|e| unreadable(&e))?;
-        while got < start.len() {
-            match self.file.read(&mut start[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(unreadable(&e)),
-            }
-        }
+        let object = starts_with_an_object(&mut self.file).map_err(|e| unreadable(&e))?;
         self.file.rewind().map_err(|e| unreadable(&e))?;
-        Ok(start[..got]
-            .iter()
-            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-            == Some(&b'{'))
+        Ok(object)
     }
 
     /// The dump in the file, read a piece at a time; one the streamed reader declines is read
@@ -429,22 +414,25 @@ pub fn detect<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<(Format, Cow<'a, [u
 /// Whether gzip data decompresses to text that starts (after whitespace) with `{`: a JSON
 /// object, never a trace log, told from the first kilobyte.
 fn gzip_holds_an_object(bytes: &[u8]) -> bool {
-    use std::io::Read;
+    starts_with_an_object(flate2::bufread::GzDecoder::new(bytes)).unwrap_or(false)
+}
+
+/// Whether the first kilobyte `reader` gives starts (after whitespace) with `{`.
+fn starts_with_an_object(mut reader: impl std::io::Read) -> std::io::Result<bool> {
     let mut start = [0u8; 1024];
-    let mut decoder = flate2::bufread::GzDecoder::new(bytes);
     let mut got = 0;
     while got < start.len() {
-        match decoder.read(&mut start[got..]) {
+        match reader.read(&mut start[got..]) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(e) => return Err(e),
         }
     }
-    start[..got]
+    Ok(start[..got]
         .iter()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        == Some(&b'{')
+        == Some(&b'{'))
 }
 
 /// Reads the chosen graph as a dump. For a trace log, `warnings` holds what the log could
@@ -563,11 +551,6 @@ pub fn graphs<'a>(input: impl Into<Input<'a>>) -> Result<Vec<GraphSummary>, Inpu
 
 /// A dump's one graph, as [`graphs`] lists it.
 fn dump_summary(dump: Dump) -> GraphSummary {
-    let collectives = dump
-        .nodes
-        .iter()
-        .filter(|n| crate::graph::collective_op(n).is_some())
-        .count();
     GraphSummary {
         index: 0,
         compile_id: "-".to_string(),
@@ -577,11 +560,7 @@ fn dump_summary(dump: Dump) -> GraphSummary {
             .and_then(|s| s.get("rank"))
             .and_then(serde_json::Value::as_i64),
         line: 1,
-        content: Ok(GraphContent {
-            kind: GraphKind::of(&dump.nodes),
-            nodes: dump.nodes.len(),
-            collectives,
-        }),
+        content: Ok(GraphContent::of(&dump.nodes)),
     }
 }
 

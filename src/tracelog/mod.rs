@@ -112,6 +112,20 @@ pub struct GraphContent {
     pub collectives: usize,
 }
 
+impl GraphContent {
+    /// What a graph of `nodes` holds.
+    pub fn of(nodes: &[crate::dump::Node]) -> GraphContent {
+        GraphContent {
+            kind: GraphKind::of(nodes),
+            nodes: nodes.len(),
+            collectives: nodes
+                .iter()
+                .filter(|n| crate::graph::collective_op(n).is_some())
+                .count(),
+        }
+    }
+}
+
 /// Why a trace log (or one of its graphs) could not be read. `Display` is the message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceLogError {
@@ -429,18 +443,7 @@ impl<'a> TraceLog<'a> {
                     line: record.line,
                     content: self
                         .parse(index, &mut ())
-                        .map(|(parsed, _)| {
-                            let collectives = parsed
-                                .nodes
-                                .iter()
-                                .filter(|n| crate::graph::collective_op(n).is_some())
-                                .count();
-                            GraphContent {
-                                kind: GraphKind::of(&parsed.nodes),
-                                nodes: parsed.nodes.len(),
-                                collectives,
-                            }
-                        })
+                        .map(|(parsed, _)| GraphContent::of(&parsed.nodes))
                         .map_err(|e| e.to_string()),
                 }
             })
