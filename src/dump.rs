@@ -417,6 +417,25 @@ pub fn read_cow_into(bytes: Cow<'_, [u8]>, sink: &mut dyn NodeSink) -> Result<Du
 /// One entry of a `meta` object, decoded from the text that starts with the object (the last
 /// value of a repeated key, as the whole map has it); the other entries are only parsed.
 pub(crate) fn decode_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
+    // The entries not wanted are skipped by their brackets and strings, several times faster
+    // than parsing them; only when that cannot tell is the whole object parsed.
+    match streamed::entry_span(text, wanted) {
+        Some(None) => None,
+        Some(Some((start, end))) => {
+            let scratch = DecodeScratch::default();
+            let mut deserializer = serde_json::Deserializer::from_slice(&text[start..end]);
+            scratch
+                .seed(Context::Meta)
+                .deserialize(&mut deserializer)
+                .ok()
+                .map(|decoded| decoded.value.unwrap_or(PyValue::None))
+        }
+        None => parse_meta_entry(text, wanted),
+    }
+}
+
+/// [`decode_meta_entry`] by parsing the whole object.
+fn parse_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
     struct EntryWant<'w, 's> {
         wanted: &'w str,
         scratch: &'s DecodeScratch,
@@ -460,7 +479,7 @@ pub(crate) fn decode_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
 /// ([`read_owned_into`]), which says what is wrong. Nodes handed to `sink` before it declined
 /// are handed again.
 pub(crate) fn read_streamed_into(
-    reader: impl std::io::Read,
+    reader: impl std::io::Read + Send,
     text_len: usize,
     sink: &mut dyn NodeSink,
 ) -> Option<Dump> {
@@ -1106,6 +1125,23 @@ enum Slot<T> {
     Wrong(Kind),
 }
 
+#[cfg(not(target_arch = "wasm32"))]
+impl<T> Slot<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Slot<U> {
+        match self {
+            Slot::Missing => Slot::Missing,
+            Slot::Got(value) => Slot::Got(f(value)),
+            Slot::Wrong(kind) => Slot::Wrong(kind),
+        }
+    }
+}
+
+/// A borrowed string field, copied.
+#[cfg(not(target_arch = "wasm32"))]
+fn owned_text(text: Slot<Cow<'_, str>>) -> Slot<Cow<'static, str>> {
+    text.map(|t| Cow::Owned(t.into_owned()))
+}
+
 /// What a tolerant seed accepts; everything else is parsed, dropped and recorded as its kind.
 trait Want<'de>: Sized {
     type Out;
@@ -1429,6 +1465,30 @@ struct RawNode<'de> {
     alias: Slot<Option<bool>>,
     impure: Slot<Option<bool>>,
     repr: Slot<Option<RawRepr<'de>>>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl RawNode<'_> {
+    /// The node with the text it borrows copied, for a thread that outlives that text.
+    fn into_owned(self) -> RawNode<'static> {
+        RawNode {
+            name: owned_text(self.name),
+            op: owned_text(self.op),
+            target: owned_text(self.target),
+            args: self.args,
+            kwargs: self.kwargs,
+            meta: self.meta,
+            alias: self.alias,
+            impure: self.impure,
+            repr: self.repr.map(|repr| {
+                repr.map(|r| RawRepr {
+                    target: owned_text(r.target),
+                    args: owned_text(r.args),
+                    kwargs: owned_text(r.kwargs),
+                })
+            }),
+        }
+    }
 }
 
 struct NodeWant<'s> {

@@ -292,6 +292,42 @@ mod tests {
         {"name": "output", "op": "output", "target": "output", "args": [{"node": "z"}]}
     ]}"#;
 
+    /// `get_once` finds an entry by scanning past the others; on every node of the examples
+    /// (kept in the document, and copied out by the gzip reader) and on objects made to
+    /// trouble a scan, it reads what decoding the whole object reads.
+    #[test]
+    fn an_entry_read_once_is_the_whole_maps_entry() {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let plain = std::fs::read(examples.join("mlp_fsdp.json")).expect("example");
+        let gzipped = std::fs::read(examples.join("llama_fsdp.json.gz")).expect("example");
+        let tricky = r#"{"format": "commlens.graph", "version": 1, "nodes": [
+            {"name": "x", "op": "placeholder", "target": "x", "meta": {
+              "val" : 1 , "s": "a \"}\" b", "val": [{"tensor": {"shape": [], "dtype": "torch.int8",
+              "device": "cpu"}}], "deep": [[[{"x": ["}"]}]]], "e": {}, "n": null}},
+            {"name": "y", "op": "placeholder", "target": "y", "meta": {"only": "\u00e9t\u00e9"}},
+            {"name": "z", "op": "placeholder", "target": "z", "meta": {"val": 1, "v\u0061l": 7}}
+        ]}"#;
+        let mut checked = 0;
+        for bytes in [plain, gzipped, tricky.as_bytes().to_vec()] {
+            let dump = crate::read_dump(&bytes).expect("dump");
+            for node in &dump.nodes {
+                for (key, value) in node.meta.iter() {
+                    let once = node.meta.get_once(key.as_str());
+                    assert_eq!(
+                        once.as_deref(),
+                        node.meta.get(key.as_str()),
+                        "{}",
+                        node.name
+                    );
+                    assert_eq!(once.as_deref(), Some(value), "{} {key:?}", node.name);
+                    checked += 1;
+                }
+                assert_eq!(node.meta.get_once("no such key"), None);
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
     #[test]
     fn undecoded_entries_read_as_decoded_ones() {
         let dump = read(DUMP);

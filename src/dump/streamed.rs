@@ -12,7 +12,7 @@
 
 use super::{
     read_top, DecodeScratch, DeserializeSeed, Dump, NodeSink, NodeText, NodeWant, NodesInput,
-    ParsedNodes, Skip, Targets, Tolerant, J,
+    ParsedNodes, RawNode, Skip, Slot, Targets, Tolerant, J,
 };
 use std::io::Read;
 
@@ -223,6 +223,53 @@ fn kept_entries(object: &[u8], out: &mut Vec<u8>) -> Option<()> {
     }
 }
 
+/// Where the value of the last `wanted` entry of the object at the start of `object` is,
+/// found by scanning (no parsing of the other entries): `Some(None)` when it has none, `None`
+/// when a scan cannot tell (a key with escapes, text that is not an object), for the parser to
+/// answer. The object was checked when the dump was read.
+pub(super) fn entry_span(object: &[u8], wanted: &str) -> Option<Option<(usize, usize)>> {
+    let skip_space = |mut i: usize| {
+        while matches!(object.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            i += 1;
+        }
+        i
+    };
+    if object.first() != Some(&b'{') {
+        return None;
+    }
+    let mut i = skip_space(1);
+    if object.get(i) == Some(&b'}') {
+        return Some(None);
+    }
+    let mut found = None;
+    loop {
+        let Scan::Done { end: key_end, .. } = scan_value(object, i) else {
+            return None;
+        };
+        let key = object.get(i + 1..key_end.checked_sub(1)?)?;
+        if key.contains(&b'\\') {
+            return None;
+        }
+        i = skip_space(key_end);
+        if object.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_space(i + 1);
+        let Scan::Done { end: value_end, .. } = scan_value(object, i) else {
+            return None;
+        };
+        if key == wanted.as_bytes() {
+            found = Some((i, value_end));
+        }
+        i = skip_space(value_end);
+        match object.get(i) {
+            Some(b',') => i = skip_space(i + 1),
+            Some(b'}') => return Some(found),
+            _ => return None,
+        }
+    }
+}
+
 /// The streamed reader declined the dump; it is read whole instead.
 #[derive(Debug)]
 pub(super) struct Declined;
@@ -370,11 +417,240 @@ pub(super) fn read(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, Declin
 
 /// Reads the dump's text from `reader` a piece at a time, handing each node to `sink`;
 /// `text_len` is what the text's length is thought to be (for room, not trusted).
+///
+/// Natively the work is shared by two threads: one decompresses and finds each node's end,
+/// this one checks the parsed nodes in order (names, targets, references) and hashes them
+/// into the signature, and each parses as many of the nodes as keeps the other busy. At 500k
+/// nodes, on one thread, finding the nodes took about 15% of a whole `plan` run, parsing them
+/// 30% and checking them 25% (docs/performance.md).
 pub(super) fn read_from(
+    reader: impl Read + Send,
+    text_len: usize,
+    sink: &mut dyn NodeSink,
+) -> Result<Dump, Declined> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return read_in_two(reader, text_len, sink, 1);
+    #[cfg(target_arch = "wasm32")]
+    return read_in_one(reader, text_len, sink);
+}
+
+/// [`read_from`] on this thread alone (the browser's).
+#[cfg(any(test, target_arch = "wasm32"))]
+fn read_in_one(
     reader: impl Read,
     text_len: usize,
     sink: &mut dyn NodeSink,
 ) -> Result<Dump, Declined> {
+    let mut take = Take::new(text_len, sink);
+    let document = read_document(reader, &mut take)?;
+    take.finish(document)
+}
+
+/// Parses the text of one node (a whole JSON value, nothing after it).
+fn parse_node<'t>(text: &'t str, scratch: &DecodeScratch) -> Option<Slot<RawNode<'t>>> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let raw = Tolerant(NodeWant {
+        scratch,
+        text: NodeText::Node(text.as_bytes()),
+    })
+    .deserialize(&mut deserializer)
+    .ok()?;
+    deserializer.end().ok()?;
+    Some(raw)
+}
+
+/// Nodes handed from the reading thread to the checking one at a time.
+#[cfg(not(target_arch = "wasm32"))]
+const BATCH: usize = 256;
+
+/// Batches not yet checked, at most: what bounds the memory between the threads.
+#[cfg(not(target_arch = "wasm32"))]
+const IN_FLIGHT: usize = 8;
+
+/// Nodes on their way to the checking thread: parsed, or their text for it to parse.
+#[cfg(not(target_arch = "wasm32"))]
+enum Batch {
+    Parsed(Vec<Slot<RawNode<'static>>>),
+    Texts { text: String, ends: Vec<usize> },
+}
+
+/// [`read_from`] on two threads. The checking thread is given nodes to parse while fewer
+/// than `give_text_below` batches wait for it.
+#[cfg(not(target_arch = "wasm32"))]
+fn read_in_two(
+    reader: impl Read + Send,
+    text_len: usize,
+    sink: &mut dyn NodeSink,
+    give_text_below: usize,
+) -> Result<Dump, Declined> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (send, receive) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+    let waiting = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let reading = std::thread::Builder::new()
+            .name("commlens-read".into())
+            .spawn_scoped(scope, || {
+                let mut forward = Forward {
+                    send,
+                    waiting: &waiting,
+                    give_text_below,
+                    scratch: DecodeScratch::default(),
+                    batch: Batch::Texts {
+                        text: String::new(),
+                        ends: Vec::new(),
+                    },
+                    len: 0,
+                };
+                let document = read_document(reader, &mut forward)?;
+                match forward.flush() {
+                    true => Ok(document),
+                    false => Err(Declined),
+                }
+            })?;
+        let mut take = Take::new(text_len, sink);
+        let mut taken = true;
+        for batch in &receive {
+            waiting.fetch_sub(1, Ordering::Relaxed);
+            taken = match batch {
+                Batch::Parsed(nodes) => nodes.into_iter().all(|raw| take.take(raw)),
+                Batch::Texts { text, ends } => {
+                    let mut start = 0;
+                    ends.into_iter().all(|end| {
+                        let node = &text[start..end];
+                        start = end;
+                        take.node(node)
+                    })
+                }
+            };
+            if !taken {
+                break;
+            }
+        }
+        // A reader still sending stops at its next batch.
+        drop(receive);
+        let document = reading.join().map_err(|_| Declined)??;
+        if !taken {
+            return Err(Declined);
+        }
+        take.finish(document)
+    })
+}
+
+/// Where [`read_document`] hands the text of each node; false stops the reading.
+trait Parsed {
+    fn node(&mut self, text: &str) -> bool;
+}
+
+/// Parses the nodes, checks them in order and keeps them.
+struct Take<'s> {
+    parsed: ParsedNodes,
+    targets: Targets,
+    scratch: DecodeScratch,
+    sink: &'s mut dyn NodeSink,
+    next: usize,
+}
+
+impl<'s> Take<'s> {
+    fn new(text_len: usize, sink: &'s mut dyn NodeSink) -> Take<'s> {
+        sink.begin();
+        Take {
+            parsed: ParsedNodes::new(text_len),
+            targets: Targets::default(),
+            scratch: DecodeScratch::default(),
+            sink,
+            next: 0,
+        }
+    }
+
+    /// Checks the next node, parsed; false when it broke a rule.
+    fn take(&mut self, raw: Slot<RawNode<'_>>) -> bool {
+        let taken = self
+            .parsed
+            .take(self.next, raw, &mut self.targets, self.sink);
+        self.next += 1;
+        taken
+    }
+
+    /// The dump, from its top-level entries and the nodes taken.
+    fn finish(self, document: Document) -> Result<Dump, Declined> {
+        if !document.has_nodes {
+            return Err(Declined);
+        }
+        let nodes = NodesInput::Parsed(Box::new(self.parsed));
+        Ok(read_top(document.top, Some(nodes))?)
+    }
+}
+
+impl Parsed for Take<'_> {
+    fn node(&mut self, text: &str) -> bool {
+        match parse_node(text, &self.scratch) {
+            Some(raw) => self.take(raw),
+            None => false,
+        }
+    }
+}
+
+/// Sends the nodes, a batch at a time, to the thread that checks them: their text while it
+/// waits for work, else parsed here.
+#[cfg(not(target_arch = "wasm32"))]
+struct Forward<'w> {
+    send: std::sync::mpsc::SyncSender<Batch>,
+    /// Batches sent and not yet received.
+    waiting: &'w std::sync::atomic::AtomicUsize,
+    give_text_below: usize,
+    scratch: DecodeScratch,
+    batch: Batch,
+    len: usize,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Forward<'_> {
+    /// Sends what is gathered; false when the checking thread has stopped.
+    fn flush(&mut self) -> bool {
+        use std::sync::atomic::Ordering;
+        // While the checking thread has no batch but this one to go on with, it is given
+        // text: it is then idle, or soon will be.
+        let waiting = self.waiting.fetch_add(1, Ordering::Relaxed);
+        let next = match waiting < self.give_text_below {
+            true => Batch::Texts {
+                text: String::with_capacity(BATCH * 512),
+                ends: Vec::with_capacity(BATCH),
+            },
+            false => Batch::Parsed(Vec::with_capacity(BATCH)),
+        };
+        self.len = 0;
+        self.send
+            .send(std::mem::replace(&mut self.batch, next))
+            .is_ok()
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Parsed for Forward<'_> {
+    fn node(&mut self, text: &str) -> bool {
+        match &mut self.batch {
+            Batch::Parsed(nodes) => match parse_node(text, &self.scratch) {
+                Some(raw) => nodes.push(raw.map(RawNode::into_owned)),
+                None => return false,
+            },
+            Batch::Texts { text: all, ends } => {
+                all.push_str(text);
+                ends.push(all.len());
+            }
+        }
+        self.len += 1;
+        self.len < BATCH || self.flush()
+    }
+}
+
+/// The document's top-level entries other than `nodes`, and whether it had `nodes`.
+struct Document {
+    top: serde_json::Map<String, J>,
+    has_nodes: bool,
+}
+
+/// Reads the document from `reader`, handing each node to `nodes` as it is parsed.
+fn read_document(reader: impl Read, nodes: &mut impl Parsed) -> Result<Document, Declined> {
     let mut stream = Stream {
         reader,
         text: Vec::new(),
@@ -383,7 +659,7 @@ pub(super) fn read_from(
         limit: crate::input::limits().max_input_bytes,
     };
     let mut top = serde_json::Map::new();
-    let mut nodes = None;
+    let mut has_nodes = false;
     stream.expect(b'{')?;
     if stream.peek()? == Some(b'}') {
         stream.pos += 1;
@@ -394,10 +670,11 @@ pub(super) fn read_from(
             stream.pos = span.1;
             stream.expect(b':')?;
             if key == "nodes" {
-                if nodes.is_some() {
+                if has_nodes {
                     return Err(Declined);
                 }
-                nodes = Some(read_nodes(&mut stream, text_len, sink)?);
+                read_nodes(&mut stream, nodes)?;
+                has_nodes = true;
             } else {
                 let span = stream.value()?;
                 let text = stream.str(span)?;
@@ -426,46 +703,27 @@ pub(super) fn read_from(
     if stream.peek()?.is_some() {
         return Err(Declined);
     }
-    let nodes = nodes.ok_or(Declined)?;
-    Ok(read_top(top, Some(NodesInput::Parsed(Box::new(nodes))))?)
+    Ok(Document { top, has_nodes })
 }
 
 /// The `nodes` array, a node at a time.
-fn read_nodes<R: Read>(
-    stream: &mut Stream<R>,
-    text_len: usize,
-    sink: &mut dyn NodeSink,
-) -> Result<ParsedNodes, Declined> {
+fn read_nodes<R: Read>(stream: &mut Stream<R>, nodes: &mut impl Parsed) -> Result<(), Declined> {
     stream.expect(b'[')?;
-    let mut parsed = ParsedNodes::new(text_len);
-    let scratch = DecodeScratch::default();
-    let mut targets = Targets::default();
-    sink.begin();
     if stream.peek()? == Some(b']') {
         stream.pos += 1;
-        return Ok(parsed);
+        return Ok(());
     }
-    let mut i = 0;
     loop {
         let span = stream.value()?;
-        let text = stream.str(span)?;
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let raw = Tolerant(NodeWant {
-            scratch: &scratch,
-            text: NodeText::Node(text.as_bytes()),
-        })
-        .deserialize(&mut deserializer)?;
-        deserializer.end()?;
-        if !parsed.take(i, raw, &mut targets, sink) {
+        if !nodes.node(stream.str(span)?) {
             return Err(Declined);
         }
         stream.pos = span.1;
-        i += 1;
         match stream.peek()? {
             Some(b',') => stream.pos += 1,
             Some(b']') => {
                 stream.pos += 1;
-                return Ok(parsed);
+                return Ok(());
             }
             _ => return Err(Declined),
         }
@@ -504,6 +762,113 @@ mod tests {
             assert_eq!(format!("{streamed:?}"), format!("{whole:?}"));
             assert_eq!(streamed.signature, whole.signature);
         }
+    }
+
+    /// Hands out nodes as a dump's text holds them, and says which it was given.
+    struct Order(Vec<String>);
+
+    impl crate::dump::NodeSink for Order {
+        fn begin(&mut self) {
+            self.0.clear();
+        }
+
+        fn node(&mut self, index: usize, node: &crate::dump::Node) {
+            assert_eq!(index, self.0.len(), "nodes are handed out in order");
+            self.0.push(node.name.to_string());
+        }
+    }
+
+    /// Every way the two threads can share the work (the reading thread parsing every node,
+    /// the checking one parsing every node, and what `read_from` does) reads what one thread
+    /// and the whole-text reader read, node for node, on a dump long enough for many batches.
+    #[test]
+    fn two_threads_read_what_one_reads() {
+        let spec = crate::synth::SynthSpec::with_nodes(12 * super::BATCH * super::IN_FLIGHT);
+        let text = crate::synth::synthetic_dump(spec).into_bytes();
+        let mut one_order = Order(Vec::new());
+        let one = super::read_in_one(&text[..], text.len(), &mut one_order).expect("one");
+        let whole = crate::dump::read_text_into(text.clone(), &mut ()).expect("whole");
+        assert!(one.nodes.len() > 10 * super::BATCH * super::IN_FLIGHT);
+        let one_text = format!("{one:?}");
+        assert_eq!(one_text, format!("{whole:?}"));
+        for give_text_below in [0, 1, usize::MAX] {
+            let mut order = Order(Vec::new());
+            let two = super::read_in_two(&text[..], text.len(), &mut order, give_text_below)
+                .expect("two");
+            assert_eq!(
+                format!("{two:?}"),
+                one_text,
+                "give_text_below {give_text_below}"
+            );
+            assert_eq!(two.signature, one.signature);
+            assert_eq!(order.0, one_order.0);
+        }
+    }
+
+    /// A dump that goes wrong late (a repeated name, bad JSON in a node, text cut short) is
+    /// declined on two threads, whichever thread parses the node, and the reading stops.
+    #[test]
+    fn two_threads_decline_what_one_declines() {
+        let spec = crate::synth::SynthSpec::with_nodes(6 * super::BATCH * super::IN_FLIGHT);
+        let text = crate::synth::synthetic_dump(spec);
+        let late = text.len() * 4 / 5;
+        let at = late + text[late..].find("{\"name\": \"").expect("a late node");
+        // `{"name": "…"` of a node that starts at `start`.
+        let name_at = |start: usize| {
+            let end = start + 10 + text[start + 10..].find('"').expect("a name");
+            &text[start..=end]
+        };
+        let first = name_at(text.find("{\"name\": \"").expect("a node"));
+        let repeated = format!(
+            "{}{}{}",
+            &text[..at],
+            first,
+            &text[at + name_at(at).len()..]
+        );
+        let bad_json = format!("{}{{\"name\" \"x\", {}", &text[..at], &text[at + 1..]);
+        let cut = text[..late].to_string();
+        for (what, bad, says) in [
+            ("repeated name", repeated, "already used"),
+            ("bad JSON", bad_json, "expected `:`"),
+            ("cut", cut, "EOF"),
+        ] {
+            let whole = crate::dump::read_text_into(bad.clone().into_bytes(), &mut ());
+            let message = whole.expect_err(what).to_string();
+            assert!(message.contains(says), "{what}: {message}");
+            assert!(
+                super::read_in_one(bad.as_bytes(), bad.len(), &mut ()).is_err(),
+                "{what}"
+            );
+            for give_text_below in [0, 1, usize::MAX] {
+                let two = super::read_in_two(bad.as_bytes(), bad.len(), &mut (), give_text_below);
+                assert!(two.is_err(), "{what}, give_text_below {give_text_below}");
+            }
+        }
+    }
+
+    #[test]
+    fn entries_are_found_by_scanning_or_left_to_the_parser() {
+        fn span<'o>(object: &'o str, key: &str) -> Option<Option<&'o str>> {
+            super::entry_span(object.as_bytes(), key)
+                .map(|found| found.map(|(start, end)| &object[start..end]))
+        }
+        let object = r#"{ "a" : 1 , "s": "\"a\": 2", "a": [{"a": 3}], "b": {} }"#;
+        assert_eq!(
+            span(object, "a"),
+            Some(Some(r#"[{"a": 3}]"#)),
+            "the last of a repeated key"
+        );
+        assert_eq!(span(object, "b"), Some(Some("{}")));
+        assert_eq!(span(object, "s"), Some(Some(r#""\"a\": 2""#)));
+        assert_eq!(span(object, "c"), Some(None));
+        assert_eq!(span("{}", "a"), Some(None));
+        assert_eq!(
+            span(r#"{"a": 1, "\u0061": 2}"#, "a"),
+            None,
+            "a key with escapes"
+        );
+        assert_eq!(span("[1]", "a"), None);
+        assert_eq!(span(r#"{"a": 1"#, "a"), None, "cut short");
     }
 
     #[test]

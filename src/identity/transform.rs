@@ -353,7 +353,9 @@ fn dtype(node: &Node) -> Option<String> {
             .map(PyValue::py_str),
         _ => None,
     };
-    let val = node.meta("val").and_then(|v| match v {
+    // Read once per bucket member: decoding the whole metadata of every collective (and
+    // keeping it) cost more than the rest of `commlens roles` (docs/performance.md).
+    let val = node.meta.get_once("val").and_then(|v| match &*v {
         PyValue::List(items) => items.first().and_then(from_tensor),
         other => from_tensor(other),
     });
