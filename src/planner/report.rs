@@ -315,6 +315,22 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
 
 /// [`plan_to_value`] without its two long lists, `buckets` and `decisions`.
 fn plan_to_value_without_lists(plan: &BucketPlan, graph: &Graph) -> PyValue {
+    plan_to_value_with_digests(plan, group_digests(plan, graph))
+}
+
+/// `{group: group_digest(group)}` for every group of the plan.
+fn group_digests(plan: &BucketPlan, graph: &Graph) -> PyValue {
+    PyValue::Dict(
+        plan.group_ranks
+            .keys()
+            .map(|g| (Key::from(g), PyValue::Str(group_digest(plan, graph, g))))
+            .collect::<indexmap::IndexMap<_, _>>()
+            .into(),
+    )
+}
+
+/// [`plan_to_value_without_lists`] with its `group_digests` given.
+fn plan_to_value_with_digests(plan: &BucketPlan, group_digests: PyValue) -> PyValue {
     let summary = &plan.summary;
     let reason_counts = PyValue::Dict(
         summary
@@ -371,13 +387,6 @@ fn plan_to_value_without_lists(plan: &BucketPlan, graph: &Graph) -> PyValue {
             .collect::<indexmap::IndexMap<_, _>>()
             .into(),
     );
-    let group_digests = PyValue::Dict(
-        plan.group_ranks
-            .keys()
-            .map(|g| (Key::from(g), PyValue::Str(group_digest(plan, graph, g))))
-            .collect::<indexmap::IndexMap<_, _>>()
-            .into(),
-    );
     dict([
         ("summary", summary_value),
         ("signature", PyValue::Str(plan.signature.clone())),
@@ -408,22 +417,55 @@ pub fn write_plan_json(
 }
 
 /// The report's text into `out`; `flush` sees it after each bucket and decision.
+///
+/// The group digests hash the buckets and wire records again (a sixth of a whole `plan` run at
+/// 500k nodes, docs/performance.md); natively a second thread hashes them while this one
+/// writes the buckets and decisions, which the report holds before them.
 fn write_report(
     plan: &BucketPlan,
     graph: &Graph,
     out: &mut String,
     flush: &mut dyn FnMut(&mut String),
 ) {
-    let PyValue::Dict(mut top) = plan_to_value_without_lists(plan, graph) else {
-        unreachable!("plan_to_value_without_lists returns a dict")
+    #[cfg(not(target_arch = "wasm32"))]
+    std::thread::scope(|scope| {
+        let hashing = std::thread::Builder::new()
+            .name("commlens-digests".into())
+            .spawn_scoped(scope, || group_digests(plan, graph));
+        write_report_with(plan, graph, out, flush, || {
+            hashing
+                .ok()
+                .and_then(|thread| thread.join().ok())
+                .unwrap_or_else(|| group_digests(plan, graph))
+        })
+    });
+    #[cfg(target_arch = "wasm32")]
+    write_report_with(plan, graph, out, flush, || group_digests(plan, graph));
+}
+
+/// [`write_report`] with the group digests from `digests`, asked for when they are written.
+fn write_report_with(
+    plan: &BucketPlan,
+    graph: &Graph,
+    out: &mut String,
+    flush: &mut dyn FnMut(&mut String),
+    digests: impl FnOnce() -> PyValue,
+) {
+    let PyValue::Dict(mut top) = plan_to_value_with_digests(plan, PyValue::None) else {
+        unreachable!("plan_to_value_with_digests returns a dict")
     };
     top.insert(Key::from("buckets"), PyValue::None);
     top.insert(Key::from("decisions"), PyValue::None);
     top.sort_unstable_keys();
+    let mut digests = Some(digests);
     out.push('{');
     for (i, (key, value)) in top.iter().enumerate() {
         pyjson::write_indented_key(out, key, i == 0, 0);
         match key.as_str() {
+            "group_digests" => {
+                let value = digests.take().map(|f| f()).unwrap_or(PyValue::None);
+                pyjson::write_indented(out, &value, 1)
+            }
             "buckets" => pyjson::write_list_with(&mut *out, &plan.buckets, Some(1), 1, |out, b| {
                 write_bucket(out, b, 2);
                 flush(out);
