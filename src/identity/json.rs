@@ -154,6 +154,93 @@ fn write_pretty_fields(
     crate::text::write_in_pieces(w, |out, flush| pretty_fields_into(fields, out, flush))
 }
 
+/// serde_json's `PrettyFormatter` (two spaces) for a value that starts `depth` levels deep:
+/// its line breaks are indented to its place in the whole document. (Pretty-printing alone
+/// and indenting each line after was a third of `commlens roles --json`.)
+struct PrettyAt {
+    depth: usize,
+    has_value: bool,
+}
+
+impl PrettyAt {
+    fn new(depth: usize) -> PrettyAt {
+        PrettyAt {
+            depth,
+            has_value: false,
+        }
+    }
+
+    fn line<W: ?Sized + std::io::Write>(&self, w: &mut W, text: &[u8]) -> std::io::Result<()> {
+        w.write_all(text)?;
+        for _ in 0..self.depth {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+
+    fn begin<W: ?Sized + std::io::Write>(&mut self, w: &mut W, open: &[u8]) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(open)
+    }
+
+    fn end<W: ?Sized + std::io::Write>(&mut self, w: &mut W, close: &[u8]) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            self.line(w, b"\n")?;
+        }
+        w.write_all(close)
+    }
+}
+
+impl serde_json::ser::Formatter for PrettyAt {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.begin(w, b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.end(w, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.line(w, if first { b"\n" } else { b",\n" })
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.begin(w, b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.end(w, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.line(w, if first { b"\n" } else { b",\n" })
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
 /// [`pretty_fields`]'s text into `out`; `flush` sees it after each array item.
 fn pretty_fields_into(
     fields: Vec<(&str, Field<'_>)>,
@@ -161,13 +248,13 @@ fn pretty_fields_into(
     flush: &mut dyn FnMut(&mut String),
 ) {
     fn push_at(out: &mut String, value: &Value, depth: usize) {
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
-        for (i, line) in text.split('\n').enumerate() {
-            if i > 0 {
-                out.push('\n');
-                out.extend(std::iter::repeat_n(' ', 2 * depth));
-            }
-            out.push_str(line);
+        use serde::Serialize;
+        let mut text = Vec::new();
+        let mut serializer =
+            serde_json::Serializer::with_formatter(&mut text, PrettyAt::new(depth));
+        match value.serialize(&mut serializer) {
+            Ok(()) => out.push_str(&String::from_utf8_lossy(&text)),
+            Err(_) => out.push_str("null"),
         }
     }
     if fields.is_empty() {
@@ -644,5 +731,18 @@ mod tests {
         assert_eq!(pretty_fields(Vec::new()), pretty(&json!({})));
         let empty = vec![("a", Field::Items(Box::new(std::iter::empty())))];
         assert_eq!(pretty_fields(empty), pretty(&json!({"a": []})));
+        // Empty and nested containers, at every depth the report writes values at.
+        let nested = json!({"x": [], "y": {}, "z": [[1, {}], "s\n", {"w": [[]]}]});
+        let fields = vec![
+            ("a", Field::Value(nested.clone())),
+            (
+                "b",
+                Field::Items(Box::new(
+                    vec![nested.clone(), json!([]), json!({})].into_iter(),
+                )),
+            ),
+        ];
+        let whole = json!({"a": nested, "b": [nested, [], {}]});
+        assert_eq!(pretty_fields(fields), pretty(&whole));
     }
 }
