@@ -441,8 +441,9 @@ fn read_in_one(
     text_len: usize,
     sink: &mut dyn NodeSink,
 ) -> Result<Dump, Declined> {
+    let limit = crate::input::limits().max_input_bytes;
     let mut take = Take::new(text_len, sink);
-    let document = read_document(reader, &mut take)?;
+    let document = read_document(reader, limit, &mut take)?;
     take.finish(document)
 }
 
@@ -486,6 +487,7 @@ fn read_in_two(
     use std::sync::atomic::{AtomicUsize, Ordering};
     let (send, receive) = std::sync::mpsc::sync_channel(IN_FLIGHT);
     let waiting = AtomicUsize::new(0);
+    let limit = crate::input::limits().max_input_bytes;
     std::thread::scope(|scope| {
         let reading = std::thread::Builder::new()
             .name("commlens-read".into())
@@ -501,7 +503,7 @@ fn read_in_two(
                     },
                     len: 0,
                 };
-                let document = read_document(reader, &mut forward)?;
+                let document = read_document(reader, limit, &mut forward)?;
                 match forward.flush() {
                     true => Ok(document),
                     false => Err(Declined),
@@ -650,13 +652,19 @@ struct Document {
 }
 
 /// Reads the document from `reader`, handing each node to `nodes` as it is parsed.
-fn read_document(reader: impl Read, nodes: &mut impl Parsed) -> Result<Document, Declined> {
+/// `limit` is the input-size limit on the decompressed text (taken on the caller's thread:
+/// limits are per thread).
+fn read_document(
+    reader: impl Read,
+    limit: u64,
+    nodes: &mut impl Parsed,
+) -> Result<Document, Declined> {
     let mut stream = Stream {
         reader,
         text: Vec::new(),
         pos: 0,
         total: 0,
-        limit: crate::input::limits().max_input_bytes,
+        limit,
     };
     let mut top = serde_json::Map::new();
     let mut has_nodes = false;
@@ -803,6 +811,21 @@ mod tests {
             assert_eq!(two.signature, one.signature);
             assert_eq!(order.0, one_order.0);
         }
+    }
+
+    /// The input-size limit is the caller's (limits are per thread): decompressed text over
+    /// it is declined by the thread that reads, so the whole-text reader reports it.
+    #[test]
+    fn the_reading_thread_holds_the_callers_limit() {
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(20_000));
+        let bytes = gzip(text.as_bytes());
+        crate::input::set_limits(crate::input::Limits {
+            max_input_bytes: text.len() as u64 / 2,
+        });
+        let streamed = read(&bytes, &mut ());
+        crate::input::set_limits(crate::input::Limits::default());
+        assert!(streamed.is_err(), "over the limit set on this thread");
+        assert!(read(&bytes, &mut ()).is_ok());
     }
 
     /// A dump that goes wrong late (a repeated name, bad JSON in a node, text cut short) is
