@@ -485,10 +485,12 @@ fn read_in_two(
     give_text_below: usize,
 ) -> Result<Dump, Declined> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let (send, receive) = std::sync::mpsc::sync_channel(IN_FLIGHT);
     let waiting = AtomicUsize::new(0);
     let limit = crate::input::limits().max_input_bytes;
     std::thread::scope(|scope| {
+        // Made in the scope: should this thread panic, the receiver is dropped as it unwinds,
+        // and a reading thread waiting to send stops instead of being waited for forever.
+        let (send, receive) = std::sync::mpsc::sync_channel(IN_FLIGHT);
         let reading = std::thread::Builder::new()
             .name("commlens-read".into())
             .spawn_scoped(scope, || {
@@ -826,6 +828,32 @@ mod tests {
         crate::input::set_limits(crate::input::Limits::default());
         assert!(streamed.is_err(), "over the limit set on this thread");
         assert!(read(&bytes, &mut ()).is_ok());
+    }
+
+    /// A sink that panics part-way (a bug) ends the reading with that panic, while the
+    /// reading thread still has batches to send: it is not left waiting, nor waited for.
+    #[test]
+    fn a_panic_on_the_checking_thread_does_not_leave_the_reader_waiting() {
+        struct Panics;
+        impl crate::dump::NodeSink for Panics {
+            fn begin(&mut self) {}
+            fn node(&mut self, index: usize, _: &crate::dump::Node) {
+                assert!(index < 300, "a bug in a sink");
+            }
+        }
+        let spec = crate::synth::SynthSpec::with_nodes(40 * super::BATCH * super::IN_FLIGHT);
+        let text = crate::synth::synthetic_dump(spec).into_bytes();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                super::read_in_two(&text[..], text.len(), &mut Panics, 1).is_ok()
+            }));
+            let _ = done.send(outcome.is_err());
+        });
+        let panicked = finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the read ends");
+        assert!(panicked, "the sink's panic reaches the caller");
     }
 
     /// A dump that goes wrong late (a repeated name, bad JSON in a node, text cut short) is
