@@ -118,6 +118,9 @@ pub fn coverage_value(c: &Coverage) -> Value {
 enum Field<'a> {
     Value(Value),
     Items(Box<dyn Iterator<Item = Value> + 'a>),
+    /// `len` items, the `i`-th made by `item(i)`: natively, half of them are made and printed
+    /// on a second thread (`roles --json` at 500k nodes writes 85k collectives, 95 MB).
+    Indexed(usize, Box<dyn Fn(usize) -> Value + Sync + 'a>),
 }
 
 /// The object of `fields` as a `Value`.
@@ -129,6 +132,7 @@ fn object_of(fields: Vec<(&str, Field<'_>)>) -> Value {
                 let value = match field {
                     Field::Value(v) => v,
                     Field::Items(items) => Value::Array(items.collect()),
+                    Field::Indexed(len, item) => Value::Array((0..len).map(item).collect()),
                 };
                 (key.to_string(), value)
             })
@@ -247,16 +251,6 @@ fn pretty_fields_into(
     out: &mut String,
     flush: &mut dyn FnMut(&mut String),
 ) {
-    fn push_at(out: &mut String, value: &Value, depth: usize) {
-        use serde::Serialize;
-        let mut text = Vec::new();
-        let mut serializer =
-            serde_json::Serializer::with_formatter(&mut text, PrettyAt::new(depth));
-        match value.serialize(&mut serializer) {
-            Ok(()) => out.push_str(&String::from_utf8_lossy(&text)),
-            Err(_) => out.push_str("null"),
-        }
-    }
     if fields.is_empty() {
         out.push_str("{}\n");
         return;
@@ -278,9 +272,99 @@ fn pretty_fields_into(
                 }
                 out.push_str(if any { "\n  ]" } else { "[]" });
             }
+            Field::Indexed(0, _) => out.push_str("[]"),
+            Field::Indexed(len, item) => {
+                out.push('[');
+                push_items(len, &*item, out, flush);
+                out.push_str("\n  ]");
+            }
         }
     }
     out.push_str("\n}\n");
+}
+
+/// `value` pretty-printed `depth` levels deep.
+fn push_at(out: &mut String, value: &Value, depth: usize) {
+    use serde::Serialize;
+    let mut text = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut text, PrettyAt::new(depth));
+    match value.serialize(&mut serializer) {
+        Ok(()) => out.push_str(&String::from_utf8_lossy(&text)),
+        Err(_) => out.push_str("null"),
+    }
+}
+
+/// Items `range` of an array's items as they are printed two levels deep (each after its
+/// line break, the ones after the first after a comma).
+fn push_item_range(
+    range: std::ops::Range<usize>,
+    item: &(dyn Fn(usize) -> Value + Sync),
+    out: &mut String,
+) {
+    for i in range {
+        out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        push_at(out, &item(i), 2);
+    }
+}
+
+/// Items in a chunk: what is printed on one thread before the other's turn.
+const ITEM_CHUNK: usize = 64;
+
+/// The `len` items of an array (at least one), in order, into `out`, flushed after each
+/// chunk. Natively, every other chunk is made on a second thread while this one makes and
+/// writes its own; at most two chunks wait.
+fn push_items(
+    len: usize,
+    item: &(dyn Fn(usize) -> Value + Sync),
+    out: &mut String,
+    flush: &mut dyn FnMut(&mut String),
+) {
+    let chunk = |k: usize| k * ITEM_CHUNK..((k + 1) * ITEM_CHUNK).min(len);
+    let chunks = len.div_ceil(ITEM_CHUNK);
+    #[cfg(not(target_arch = "wasm32"))]
+    if chunks > 1 {
+        let printed = std::thread::scope(|scope| {
+            let (send, receive) = std::sync::mpsc::sync_channel::<String>(2);
+            let helper = std::thread::Builder::new()
+                .name("commlens-json".into())
+                .spawn_scoped(scope, move || {
+                    for k in (1..chunks).step_by(2) {
+                        let mut text = String::new();
+                        push_item_range(chunk(k), item, &mut text);
+                        if send.send(text).is_err() {
+                            return;
+                        }
+                    }
+                });
+            let Ok(helper) = helper else {
+                return false;
+            };
+            for k in (0..chunks).step_by(2) {
+                push_item_range(chunk(k), item, out);
+                flush(out);
+                if k + 1 < chunks {
+                    // The helper sends every odd chunk unless it panicked; then the rest is
+                    // printed here.
+                    match receive.recv() {
+                        Ok(text) => out.push_str(&text),
+                        Err(_) => push_item_range(chunk(k + 1), item, out),
+                    }
+                    flush(out);
+                }
+            }
+            // Joined here, so that a panic there (which one here would have repeated) is not
+            // raised again by the scope.
+            let _ = helper.join();
+            true
+        });
+        if printed {
+            return;
+        }
+    }
+    for k in 0..chunks {
+        push_item_range(chunk(k), item, out);
+        flush(out);
+    }
 }
 
 /// The `roles --json` object.
@@ -305,9 +389,10 @@ fn roles_fields<'a>(
         ("version", Field::Value(json!(SCHEMA_VERSION))),
         (
             "collectives",
-            Field::Items(Box::new(
-                c.collectives.iter().map(|x| collective_value(graph, x)),
-            )),
+            Field::Indexed(
+                c.collectives.len(),
+                Box::new(|i| collective_value(graph, &c.collectives[i])),
+            ),
         ),
         (
             "memory_events",
@@ -744,5 +829,12 @@ mod tests {
         ];
         let whole = json!({"a": nested, "b": [nested, [], {}]});
         assert_eq!(pretty_fields(fields), pretty(&whole));
+        // Made by index, over many chunks (printed on two threads natively), one, and none.
+        let item = |i: usize| json!({"i": i, "a": [i, {}], "e": []});
+        for len in [0, 1, ITEM_CHUNK, 2 * ITEM_CHUNK + 1, 37 * ITEM_CHUNK + 5] {
+            let fields = vec![("c", Field::Indexed(len, Box::new(item)))];
+            let whole = json!({"c": (0..len).map(item).collect::<Vec<_>>()});
+            assert_eq!(pretty_fields(fields), pretty(&whole), "{len} items");
+        }
     }
 }
