@@ -172,55 +172,33 @@ pub(super) fn kept_object(text: &[u8]) -> Option<Box<[u8]>> {
     })
 }
 
-/// The object at the start of `object`, found entry by entry (one pass), into `out`.
+/// The object at the start of `object`, found entry by entry (one pass), into `out`. `None`
+/// for an empty object (kept as it is) or one the scan cannot walk.
 fn kept_entries(object: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let skip_space = |mut i: usize| {
-        while matches!(object.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            i += 1;
-        }
-        i
-    };
     out.push(b'{');
-    let mut i = skip_space(1);
-    if object.get(i) == Some(&b'}') {
-        return None;
-    }
-    loop {
-        let Scan::Done { end: key_end, .. } = scan_value(object, i) else {
-            return None;
-        };
-        let key = object.get(i + 1..key_end.checked_sub(1)?)?;
+    let mut first = true;
+    walk_entries(object, |key, value| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        let quoted = &object[key.clone()];
+        let key = &quoted[1..quoted.len() - 1];
         // A key with escapes is kept with its value, as a key not decoded would be.
         let decoded = !key.contains(&b'\\')
             && std::str::from_utf8(key).is_ok_and(crate::meta::decoded_on_read);
-        out.extend_from_slice(&object[i..key_end]);
+        out.extend_from_slice(quoted);
         out.push(b':');
-        i = skip_space(key_end);
-        if object.get(i) != Some(&b':') {
-            return None;
+        match decoded {
+            true => out.push(b'0'),
+            false => out.extend_from_slice(&object[value]),
         }
-        i = skip_space(i + 1);
-        let Scan::Done { end: value_end, .. } = scan_value(object, i) else {
-            return None;
-        };
-        if decoded {
-            out.push(b'0');
-        } else {
-            out.extend_from_slice(&object[i..value_end]);
-        }
-        i = skip_space(value_end);
-        match object.get(i) {
-            Some(b',') => {
-                out.push(b',');
-                i = skip_space(i + 1);
-            }
-            Some(b'}') => {
-                out.push(b'}');
-                return Some(());
-            }
-            _ => return None,
-        }
+        Some(())
+    })?;
+    if first {
+        return None;
     }
+    out.push(b'}');
+    Some(())
 }
 
 /// Where the value of the last `wanted` entry of the object at the start of `object` is,
@@ -228,6 +206,28 @@ fn kept_entries(object: &[u8], out: &mut Vec<u8>) -> Option<()> {
 /// when a scan cannot tell (a key with escapes, text that is not an object), for the parser to
 /// answer. The object was checked when the dump was read.
 pub(super) fn entry_span(object: &[u8], wanted: &str) -> Option<Option<(usize, usize)>> {
+    let mut found = None;
+    walk_entries(object, |key, value| {
+        let key = &object[key.start + 1..key.end - 1];
+        if key.contains(&b'\\') {
+            return None;
+        }
+        if key == wanted.as_bytes() {
+            found = Some((value.start, value.end));
+        }
+        Some(())
+    })?;
+    Some(found)
+}
+
+/// Walks the object at the start of `object` by scanning, handing `entry` each entry's key
+/// (with its quotes) and value, in order; stops with `None` when `entry` does, or when the
+/// text is not an object the scan can walk. The one walk [`kept_entries`] and [`entry_span`]
+/// share.
+fn walk_entries(
+    object: &[u8],
+    mut entry: impl FnMut(std::ops::Range<usize>, std::ops::Range<usize>) -> Option<()>,
+) -> Option<()> {
     let skip_space = |mut i: usize| {
         while matches!(object.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             i += 1;
@@ -239,17 +239,16 @@ pub(super) fn entry_span(object: &[u8], wanted: &str) -> Option<Option<(usize, u
     }
     let mut i = skip_space(1);
     if object.get(i) == Some(&b'}') {
-        return Some(None);
+        return Some(());
     }
-    let mut found = None;
     loop {
+        if object.get(i) != Some(&b'"') {
+            return None;
+        }
         let Scan::Done { end: key_end, .. } = scan_value(object, i) else {
             return None;
         };
-        let key = object.get(i + 1..key_end.checked_sub(1)?)?;
-        if key.contains(&b'\\') {
-            return None;
-        }
+        let key = i..key_end;
         i = skip_space(key_end);
         if object.get(i) != Some(&b':') {
             return None;
@@ -258,13 +257,11 @@ pub(super) fn entry_span(object: &[u8], wanted: &str) -> Option<Option<(usize, u
         let Scan::Done { end: value_end, .. } = scan_value(object, i) else {
             return None;
         };
-        if key == wanted.as_bytes() {
-            found = Some((i, value_end));
-        }
+        entry(key, i..value_end)?;
         i = skip_space(value_end);
         match object.get(i) {
             Some(b',') => i = skip_space(i + 1),
-            Some(b'}') => return Some(found),
+            Some(b'}') => return Some(()),
             _ => return None,
         }
     }

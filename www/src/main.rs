@@ -5,6 +5,7 @@
 //! - `model`: the data the panels show, computed by the core; `url_state`: the address bar.
 //! - `views`: the review pages (compare two plans, audit a transform, check ranks).
 //! - `browser`: web-sys helpers; `limits`: the input-size limit; `fatal`: the panic banner.
+//! - `digest`: the signature digested by WebCrypto; `warm`: the reader warmed up at start-up.
 
 mod app;
 mod browser;
@@ -16,6 +17,7 @@ mod model;
 mod state;
 mod url_state;
 mod views;
+mod warm;
 
 /// Memory grown in large steps (see `commlens::wasm_heap`): reading a large dump no longer
 /// grows it thousands of times.
@@ -32,6 +34,8 @@ fn main() {
     }
     // Started now, so that it is running when the first read hands it the signature's bytes.
     digest::WebDigest::warm();
+    // The reader's code optimised before the first dump arrives.
+    warm::soon();
     // The app renders into `#app`, beside the `#fatal` banner it must never clear.
     let root = browser::document().and_then(|d| d.get_element_by_id("app"));
     // A link to a review view (compare, audit, ranks) opens that page instead.

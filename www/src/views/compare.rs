@@ -18,6 +18,7 @@ use commlens::timeline::{Marked, Viewport};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
+use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 /// A side that is a graph: it has a timeline, and settings it was planned with.
@@ -335,7 +336,9 @@ async fn read_pair(input: &Input, limit_mb: Option<u64>) -> Result<wasm_bindgen:
             let bytes = wasm_bindgen_futures::JsFuture::from(promise)
                 .await
                 .map_err(|e| e.as_string().unwrap_or_else(|| browser::js_err(e)))?;
-            (label, js_sys::Uint8Array::new(&bytes))
+            // Already a `Uint8Array` (a view of the worker's buffer): `new Uint8Array(view)`
+            // would copy all of it.
+            (label, bytes.unchecked_into::<js_sys::Uint8Array>())
         }
         Input::File(_) => {
             let (label, _, bytes) = read_input(input, limit_mb).await?;
@@ -358,7 +361,8 @@ async fn finish_reading(promise: js_sys::Promise) -> Result<(String, Vec<u8>), S
     }
     let pair = js_sys::Array::from(&value);
     let label = pair.get(0).as_string().unwrap_or_default();
-    let bytes = js_sys::Uint8Array::new(&pair.get(1)).to_vec();
+    // The one copy, into the wasm memory.
+    let bytes = pair.get(1).unchecked_into::<js_sys::Uint8Array>().to_vec();
     Ok((label, bytes))
 }
 

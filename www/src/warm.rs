@@ -1,0 +1,33 @@
+//! The reader warmed up while the page is idle.
+//!
+//! V8 first runs wasm on code from its baseline compiler and optimises a function once it has
+//! run for a while, in background threads; a call that is already running keeps the code it
+//! started with. Reading a dump is one long call, so a session's first read ran its loops on
+//! baseline code: in headless Chromium a 100k-node dump read, classified and planned in about
+//! 0.55 s on first sight and 0.35 s the second time (docs/performance.md). So at start-up the
+//! page reads, classifies and plans a small synthetic dump the way it reads the user's, which
+//! gets the hot code optimised while a link's dump downloads or the user picks a file.
+
+use commlens::synth::{synthetic_dump, SynthSpec};
+
+use crate::{browser, model, views};
+
+/// Nodes of the warm-up dump: enough for the engine to optimise the reader's per-node code,
+/// few enough to take a few tens of milliseconds on baseline code.
+const NODES: usize = 3_000;
+
+/// Warms up once the page has rendered and started what it was asked to load.
+pub fn soon() {
+    // A zero-delay timeout runs after the first render and the effects it started (a link's
+    // fetch is then under way).
+    browser::set_timeout(0, run);
+}
+
+fn run() {
+    let text = synthetic_dump(SynthSpec::with_nodes(NODES));
+    // What a load runs: the read with its checks, preparing for planning, classifying, then a
+    // plan and its timeline. The outcome is not kept.
+    if let Ok(loaded) = views::load_graph("warm-up", None, text.into_bytes(), None) {
+        let _ = model::plan(&loaded, &model::Settings::default(), browser::now_ms);
+    }
+}
