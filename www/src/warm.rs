@@ -24,10 +24,28 @@ pub fn soon() {
 }
 
 fn run() {
+    let _ = warm_up(browser::now_ms);
+}
+
+/// What a load runs: the read with its checks, preparing for planning, classifying, then a
+/// plan and its timeline. Returns how many buckets the plan has (the outcome is not kept).
+fn warm_up(now: impl Fn() -> f64) -> Result<usize, String> {
     let text = synthetic_dump(SynthSpec::with_nodes(NODES));
-    // What a load runs: the read with its checks, preparing for planning, classifying, then a
-    // plan and its timeline. The outcome is not kept.
-    if let Ok(loaded) = views::load_graph("warm-up", None, text.into_bytes(), None) {
-        let _ = model::plan(&loaded, &model::Settings::default(), browser::now_ms);
+    let loaded = views::load_graph("warm-up", None, text.into_bytes(), None)?;
+    let planned = model::plan(&loaded, &model::Settings::default(), now);
+    match (planned.plan, planned.error) {
+        (Some(plan), _) => Ok(plan.buckets.len()),
+        (None, e) => Err(e.unwrap_or_default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The warm-up goes through the whole of a load: a dump that stopped reading or planning
+    /// would warm nothing up, silently.
+    #[test]
+    fn the_warm_up_reads_and_plans_a_real_graph() {
+        let buckets = super::warm_up(|| 0.0).expect("the warm-up dump reads and plans");
+        assert!(buckets > 10, "{buckets} buckets");
     }
 }
