@@ -101,7 +101,7 @@ fn scalar(value: &PyValue) -> Option<J> {
     Some(match value {
         PyValue::None => J::Null,
         PyValue::Bool(b) => J::from(*b),
-        PyValue::Int(i) => match (i64::try_from(*i), u64::try_from(*i)) {
+        PyValue::Int(i) => match (i64::try_from(i.get()), u64::try_from(i.get())) {
             (Ok(i), _) => J::from(i),
             (_, Ok(u)) => J::from(u),
             _ => one("repr", J::from(i.to_string())),

@@ -366,9 +366,9 @@ mod tests {
         let meta = &dump.nodes[0].meta;
         assert_eq!(
             meta.get_once("v").as_deref(),
-            Some(&PyValue::List(vec![PyValue::Int(2)]))
+            Some(&PyValue::List(vec![PyValue::int(2)]))
         );
-        assert_eq!(meta.get("v"), Some(&PyValue::List(vec![PyValue::Int(2)])));
+        assert_eq!(meta.get("v"), Some(&PyValue::List(vec![PyValue::int(2)])));
     }
 
     #[test]
@@ -387,7 +387,7 @@ mod tests {
         let dump = read(DUMP);
         let mut meta = dump.nodes[0].meta.clone();
         assert_eq!(
-            meta.insert(Key::new("param_name"), PyValue::Int(1)),
+            meta.insert(Key::new("param_name"), PyValue::int(1)),
             Some(PyValue::Str("w".into()))
         );
         meta.insert(Key::new("comm_type"), PyValue::Str("c".into()));
@@ -397,8 +397,8 @@ mod tests {
             keys,
             ["val", "param_name", "stack_trace", "state_idx", "comm_type"]
         );
-        assert_eq!(meta.get("param_name"), Some(&PyValue::Int(1)));
-        assert_eq!(meta.shift_remove("state_idx"), Some(PyValue::Int(0)));
+        assert_eq!(meta.get("param_name"), Some(&PyValue::int(1)));
+        assert_eq!(meta.shift_remove("state_idx"), Some(PyValue::int(0)));
         assert_eq!(meta.len(), 4);
         assert_eq!(
             meta.shift_remove("stack_trace"),

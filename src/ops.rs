@@ -294,7 +294,7 @@ mod tests {
             vec![
                 PyValue::None,
                 PyValue::Str("sum".into()),
-                PyValue::Int(2),
+                PyValue::int(2),
                 PyValue::Str("3".into()),
             ],
         );

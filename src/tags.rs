@@ -204,7 +204,7 @@ impl DerivedTags {
                 Key::new("param_name_source"),
                 PyValue::Str(tag.name_source.as_str().into()),
             );
-            d.insert(Key::new("state_idx"), PyValue::Int(tag.state_idx as i128));
+            d.insert(Key::new("state_idx"), PyValue::int(tag.state_idx as i128));
             d.insert(Key::new("role"), PyValue::Str(tag.role.as_str().into()));
             d.insert(Key::new("source"), PyValue::Str(tag.source.as_str().into()));
             d.insert(Key::new("phase"), PyValue::Str(tag.phase.as_str().into()));
@@ -262,7 +262,7 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
             meta.insert(Key::new("comm_group"), PyValue::Str(group.clone()));
         }
         meta.insert(Key::new("param_name"), PyValue::Str(param_name.clone()));
-        meta.insert(Key::new("state_idx"), PyValue::Int(state_idx as i128));
+        meta.insert(Key::new("state_idx"), PyValue::int(state_idx as i128));
         meta.insert(
             Key::new("autograd_backward"),
             PyValue::Bool(c.phase == Phase::Backward),
@@ -320,7 +320,7 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
         for (group, size) in &missing {
             ranks.insert(
                 Key::new(group),
-                PyValue::List((0..*size).map(|r| PyValue::Int(r as i128)).collect()),
+                PyValue::List((0..*size).map(|r| PyValue::int(r as i128)).collect()),
             );
         }
         dump.group_ranks = Some(PyValue::Dict(Box::new(ranks)));

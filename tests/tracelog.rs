@@ -258,7 +258,7 @@ fn the_real_log_lists_its_graphs() {
         .iter()
         .filter_map(|n| n.meta(commlens::tracelog::SCHEDULE_POSITION_KEY))
         .collect();
-    assert_eq!(positions, [&PyValue::Int(0), &PyValue::Int(2)]);
+    assert_eq!(positions, [&PyValue::int(0), &PyValue::int(2)]);
     assert_eq!(
         dump.source.as_ref().unwrap()["group_sizes"],
         serde_json::json!({"0": 4})

@@ -244,7 +244,7 @@ fn each_distinct_rank_is_loaded_once_in_bounded_time() {
     // 20,000 listings of two ranks: two loads, the last listing of each rank.
     let listed: Vec<ReportRef> = (0..20_000)
         .map(|i| ReportRef {
-            rank: PyValue::Int(i % 2),
+            rank: PyValue::int(i % 2),
             file: Some(format!("listing {i}")),
         })
         .collect();
@@ -261,7 +261,7 @@ fn each_distinct_rank_is_loaded_once_in_bounded_time() {
     count.set(0);
     let listed: Vec<ReportRef> = (0..200_000)
         .map(|i| ReportRef {
-            rank: PyValue::Int(i),
+            rank: PyValue::int(i),
             file: None,
         })
         .collect();

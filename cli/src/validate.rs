@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             args.rank
                 .into_iter()
                 .map(|(rank, path)| ReportRef {
-                    rank: PyValue::Int(rank),
+                    rank: PyValue::int(rank),
                     file: Some(path),
                 })
                 .collect(),

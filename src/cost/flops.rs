@@ -508,7 +508,7 @@ pub fn apply_sparsity_hint(flops: u128, node: &Node) -> u128 {
         .and_then(PyValue::as_dict)
         .and_then(|custom| lookup(custom, "sparsity_hint"))
         .and_then(|h| match h {
-            PyValue::Int(i) => Some(*i as f64),
+            PyValue::Int(i) => Some(i.get() as f64),
             PyValue::Float(f) => Some(*f),
             PyValue::Bool(b) => Some(f64::from(u8::from(*b))),
             _ => None,

@@ -452,7 +452,9 @@ pub(super) fn waits_and_carriers(
             if node.target == "_operator.getitem" {
                 carriers.push(user);
                 match node.args.get(1) {
-                    Some(PyValue::Int(1)) => handle_users.extend_from_slice(graph.users(user)),
+                    Some(PyValue::Int(i)) if i.get() == 1 => {
+                        handle_users.extend_from_slice(graph.users(user))
+                    }
                     _ => output.push(user),
                 }
             } else {

@@ -37,7 +37,7 @@ pub fn read_payload(value: &PyValue) -> Result<Payload, PayloadError> {
     };
     let mut problems: Vec<(&'static str, String)> = Vec::new();
     match map.get("version") {
-        Some(PyValue::Int(1)) => {}
+        Some(PyValue::Int(i)) if i.get() == 1 => {}
         Some(other) => problems.push((
             "payload.version",
             format!("version is {}, expected 1", describe(other)),
@@ -184,7 +184,7 @@ mod tests {
     #[test]
     fn valid_and_invalid_payloads() {
         let ok = dict(&[
-            ("version", PyValue::Int(1)),
+            ("version", PyValue::int(1)),
             ("role", PyValue::Str("fsdp.param_unshard".into())),
             ("source", PyValue::Str("explicit".into())),
             ("producer", PyValue::Str("fsdp".into())),

@@ -36,7 +36,7 @@ impl Default for PlannerArgs {
             module_bucket_plans: PyValue::None,
             block_module_types: PyValue::None,
             policy: PyValue::None,
-            pp_degree: PyValue::Int(1),
+            pp_degree: PyValue::int(1),
             dp_mode: PyValue::Str("fsdp".into()),
         }
     }
@@ -183,7 +183,7 @@ impl BucketPolicy {
 
     /// The policy as `args.json` writes it.
     pub fn to_value(&self) -> PyValue {
-        let field = |v: Option<u128>| v.map_or(PyValue::None, |v| PyValue::Int(v as i128));
+        let field = |v: Option<u128>| v.map_or(PyValue::None, |v| PyValue::int(v as i128));
         let mut map = IndexMap::new();
         map.insert("cap_bytes".into(), field(self.cap_bytes));
         map.insert("max_input_distance".into(), field(self.max_input_distance));
@@ -433,7 +433,7 @@ pub fn validate(args: &PlannerArgs, modules: &[ModuleEntry]) -> Result<Validated
     };
     let groups = validate_group_ranks(&args.group_ranks)?;
     let supported_mode =
-        args.pp_degree.py_eq(&PyValue::Int(1)) && args.dp_mode.py_eq(&PyValue::Str("fsdp".into()));
+        args.pp_degree.py_eq(&PyValue::int(1)) && args.dp_mode.py_eq(&PyValue::Str("fsdp".into()));
     Ok(ValidatedArgs {
         groups,
         module_plans,

@@ -22,7 +22,7 @@ fn str_list(items: &[String]) -> PyValue {
 }
 
 fn int_list(items: &[i128]) -> PyValue {
-    PyValue::List(items.iter().map(|&i| PyValue::Int(i)).collect())
+    PyValue::List(items.iter().map(|&i| PyValue::int(i)).collect())
 }
 
 /// A `u128` as Python's `int`, clamped to what `PyValue::Int` holds.
@@ -31,7 +31,7 @@ fn clamped(value: u128) -> i128 {
 }
 
 fn uint(value: u128) -> PyValue {
-    PyValue::Int(clamped(value))
+    PyValue::int(clamped(value))
 }
 
 fn json_bool(b: bool) -> &'static str {
@@ -46,7 +46,7 @@ fn json_bool(b: bool) -> &'static str {
 pub fn describe_candidate(candidate: &Candidate) -> PyValue {
     dict([
         ("param_name", PyValue::Str(candidate.param_name.to_string())),
-        ("state_idx", PyValue::Int(candidate.state_idx)),
+        ("state_idx", PyValue::int(candidate.state_idx)),
         ("kind", PyValue::Str(candidate.key.kind.as_str().into())),
         ("backward", PyValue::Bool(candidate.key.backward)),
         ("scope", PyValue::Str(candidate.key.scope.to_string())),
@@ -89,10 +89,10 @@ pub fn describe_bucket(bucket: &Bucket) -> PyValue {
         ),
         ("members", PyValue::List(members)),
         ("size_bytes", uint(bucket.size_bytes())),
-        ("latest_input", PyValue::Int(bucket.latest_input() as i128)),
+        ("latest_input", PyValue::int(bucket.latest_input() as i128)),
         (
             "earliest_consumer",
-            PyValue::Int(bucket.earliest_consumer() as i128),
+            PyValue::int(bucket.earliest_consumer() as i128),
         ),
         ("fusable", PyValue::Bool(bucket.fusable())),
     ])
@@ -342,7 +342,7 @@ fn plan_to_value_with_digests(plan: &BucketPlan, group_digests: PyValue) -> PyVa
                     PyValue::Dict(
                         counts
                             .iter()
-                            .map(|(r, n)| (Key::from(r.as_str()), PyValue::Int(*n as i128)))
+                            .map(|(r, n)| (Key::from(r.as_str()), PyValue::int(*n as i128)))
                             .collect::<indexmap::IndexMap<_, _>>()
                             .into(),
                     ),
@@ -351,7 +351,7 @@ fn plan_to_value_with_digests(plan: &BucketPlan, group_digests: PyValue) -> PyVa
             .collect::<indexmap::IndexMap<_, _>>()
             .into(),
     );
-    let count = |n: usize| PyValue::Int(n as i128);
+    let count = |n: usize| PyValue::int(n as i128);
     let summary_value = dict([
         ("tagged_collectives", count(summary.tagged_collectives)),
         ("selected_parameters", count(summary.selected_parameters)),

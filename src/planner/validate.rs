@@ -293,7 +293,7 @@ enum RankKey {
 fn rank_key(rank: &PyValue) -> RankKey {
     match rank {
         PyValue::Bool(b) => RankKey::Int(*b as i128),
-        PyValue::Int(i) => RankKey::Int(*i),
+        PyValue::Int(i) => RankKey::Int(i.get()),
         PyValue::Float(f) if f.fract() == 0.0 && f.abs() < 1e38 => RankKey::Int(*f as i128),
         PyValue::Float(f) => RankKey::Float(f.to_bits()),
         PyValue::Str(s) => RankKey::Text(s.clone()),
@@ -1038,11 +1038,11 @@ fn plain_json(value: &PyValue) -> serde_json::Value {
     match value {
         PyValue::None => J::Null,
         PyValue::Bool(b) => J::Bool(*b),
-        PyValue::Int(i) => match i64::try_from(*i) {
+        PyValue::Int(i) => match i64::try_from(i.get()) {
             Ok(i) => J::from(i),
-            Err(_) => match u64::try_from(*i) {
+            Err(_) => match u64::try_from(i.get()) {
                 Ok(u) => J::from(u),
-                Err(_) => J::from(*i as f64),
+                Err(_) => J::from(i.get() as f64),
             },
         },
         PyValue::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),

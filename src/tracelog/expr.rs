@@ -314,7 +314,7 @@ impl<'s> Cursor<'s> {
         let text = self.text.get(start..self.pos).unwrap_or("");
         if !float {
             if let Ok(i) = text.parse::<i128>() {
-                return Ok(PyValue::Int(i));
+                return Ok(PyValue::int(i));
             }
         }
         match text.parse::<f64>() {
@@ -697,7 +697,7 @@ fn tensor_annotation(text: &str) -> Option<PyValue> {
             let (dim, next) = split_first_top_level(rest);
             let dim = dim.trim();
             shape.push(match small_int(dim) {
-                Some(i) => PyValue::Int(i),
+                Some(i) => PyValue::int(i),
                 None if !dim.is_empty() => PyValue::Sym(dim.to_string()),
                 None => return None,
             });
@@ -823,7 +823,7 @@ mod tests {
     fn scalars() {
         assert_eq!(args("None"), Ok(PyValue::None));
         assert_eq!(args("True"), Ok(PyValue::Bool(true)));
-        assert_eq!(args("-3"), Ok(PyValue::Int(-3)));
+        assert_eq!(args("-3"), Ok(PyValue::int(-3)));
         assert_eq!(args("0.0"), Ok(PyValue::Float(0.0)));
         assert_eq!(args("1e-05"), Ok(PyValue::Float(1e-5)));
         assert_eq!(args("-inf"), Ok(PyValue::Float(f64::NEG_INFINITY)));
@@ -908,8 +908,8 @@ mod tests {
         assert_eq!(
             d.get("n"),
             Some(&PyValue::List(vec![
-                PyValue::Int(1),
-                PyValue::List(vec![PyValue::Int(2)])
+                PyValue::int(1),
+                PyValue::List(vec![PyValue::int(2)])
             ]))
         );
         assert_eq!(d.get("3"), Some(&PyValue::None));
@@ -938,10 +938,11 @@ mod tests {
 
     #[test]
     fn annotations() {
-        use PyValue::{Int, Sym};
+        use PyValue::Sym;
+        let int = PyValue::int;
         assert_eq!(
             annotation("f32[4, 8][8, 1]cpu"),
-            tensor(vec![Int(4), Int(8)], "torch.float32", "cpu")
+            tensor(vec![int(4), int(8)], "torch.float32", "cpu")
         );
         assert_eq!(
             annotation("f32[][]cpu"),
@@ -955,7 +956,7 @@ mod tests {
                 "cuda:0"
             )
         );
-        assert_eq!(annotation("b8[3]"), tensor(vec![Int(3)], "torch.bool", ""));
+        assert_eq!(annotation("b8[3]"), tensor(vec![int(3)], "torch.bool", ""));
         assert_eq!(
             annotation("i64[Max(1, s0)][1]cpu"),
             tensor(vec![Sym("Max(1, s0)".into())], "torch.int64", "cpu")
@@ -963,7 +964,7 @@ mod tests {
         assert_eq!(annotation("Sym(s77)"), Annotation::Sym("s77".into()));
         assert_eq!(
             annotation("DTensor(f32[8][1]cpu, S(0))"),
-            tensor(vec![Int(8)], "torch.float32", "cpu")
+            tensor(vec![int(8)], "torch.float32", "cpu")
         );
         assert_eq!(annotation("torch.Tensor"), Annotation::Other);
         assert_eq!(annotation("zz[4]cpu"), Annotation::Other);

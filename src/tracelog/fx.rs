@@ -816,7 +816,7 @@ fn summary(comment: &str) -> Result<Summary, Expected> {
         }
         let id = c.text.get(start..c.pos).unwrap_or("");
         s.ac_graph_id = Some(match id.parse::<i128>() {
-            Ok(i) => PyValue::Int(i),
+            Ok(i) => PyValue::int(i),
             Err(_) => PyValue::Opaque(id.to_string()),
         });
         if c.eat(" - ") {
@@ -1013,11 +1013,11 @@ mod tests {
     fn getitem_operators_methods_modules_and_attributes() {
         let n = one("getitem: \"f32[4][1]cpu\" = q[0]");
         assert_eq!(n.target, "_operator.getitem");
-        assert_eq!(n.args, vec![node("q", 1), PyValue::Int(0)]);
+        assert_eq!(n.args, vec![node("q", 1), PyValue::int(0)]);
         let n = one("add = q + 1");
         assert_eq!(
             (n.target.as_str(), n.args.clone()),
-            ("_operator.add", vec![node("q", 1), PyValue::Int(1)])
+            ("_operator.add", vec![node("q", 1), PyValue::int(1)])
         );
         assert_eq!(one("f = q // 2").target, "_operator.floordiv");
         assert_eq!(one("e = q == p").target, "_operator.eq");
@@ -1029,7 +1029,7 @@ mod tests {
         );
         let n = one("v = p.view(4, 8)");
         assert_eq!((n.op, n.target.as_str()), (Op::CallMethod, "view"));
-        assert_eq!(n.args, vec![node("p", 0), PyValue::Int(4), PyValue::Int(8)]);
+        assert_eq!(n.args, vec![node("p", 0), PyValue::int(4), PyValue::int(8)]);
         let n = one("sub = self.sub.inner(p)");
         assert_eq!((n.op, n.target.as_str()), (Op::CallModule, "sub.inner"));
         let n = one("_tensor_constant0 = self._tensor_constant0");
@@ -1067,13 +1067,13 @@ mod tests {
             ))
         );
         assert_eq!(a.meta("autograd_backward"), Some(&PyValue::Bool(true)));
-        assert_eq!(a.meta("ac_graph_id"), Some(&PyValue::Int(9)));
+        assert_eq!(a.meta("ac_graph_id"), Some(&PyValue::int(9)));
         assert_eq!(
             a.meta("recompute"),
             Some(&PyValue::Opaque("CheckpointPolicy.PREFER_RECOMPUTE".into()))
         );
         let custom = a.meta("custom").and_then(PyValue::as_dict).unwrap();
-        assert_eq!(custom.get("short"), Some(&PyValue::Int(7)));
+        assert_eq!(custom.get("short"), Some(&PyValue::int(7)));
         assert_eq!(
             a.meta(TRUNCATED_KEY),
             Some(&PyValue::List(vec![PyValue::Str(

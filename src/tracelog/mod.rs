@@ -761,7 +761,7 @@ fn attach_schedule(nodes: &mut [Node], kernels: &[Option<String>]) -> Option<Str
         if let Some(node) = nodes.get_mut(node) {
             node.meta.insert(
                 Key::from(SCHEDULE_POSITION_KEY),
-                PyValue::Int(*position as i128),
+                PyValue::int(*position as i128),
             );
         }
     }

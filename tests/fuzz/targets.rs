@@ -202,7 +202,7 @@ pub fn validate(data: &[u8]) {
     let group = "fsdp";
     let entries: Vec<ReportRef> = (0..reports.len())
         .map(|i| ReportRef {
-            rank: PyValue::Int(i as i128),
+            rank: PyValue::int(i as i128),
             file: Some(format!("rank_{i}.json")),
         })
         .collect();

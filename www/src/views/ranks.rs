@@ -68,7 +68,7 @@ pub fn settle_ranks(entries: &mut [RankEntry]) {
     let recorded: Vec<Option<i128>> = entries
         .iter()
         .map(|e| match (&e.rank, e.rank_from) {
-            (PyValue::Int(r), RankFrom::Recorded | RankFrom::Name) => Some(*r),
+            (PyValue::Int(r), RankFrom::Recorded | RankFrom::Name) => Some(r.get()),
             _ => None,
         })
         .collect();
@@ -80,7 +80,7 @@ pub fn settle_ranks(entries: &mut [RankEntry]) {
     }
     for e in entries.iter_mut() {
         if let (Some(n), RankFrom::Recorded) = (e.name_rank, e.rank_from) {
-            if e.rank == PyValue::Int(n) {
+            if e.rank == PyValue::int(n) {
                 e.rank_from = RankFrom::Name;
                 continue;
             }
@@ -88,7 +88,7 @@ pub fn settle_ranks(entries: &mut [RankEntry]) {
                 "the file records rank {}, as another file does; its name's rank {n} is used",
                 show(&e.rank)
             ));
-            e.rank = PyValue::Int(n);
+            e.rank = PyValue::int(n);
             e.rank_from = RankFrom::Name;
         }
     }
@@ -212,8 +212,8 @@ pub fn read_rank(
     let name_rank = rank_from_name(file);
     let (rank, rank_from) = match (rank, log_rank, name_rank) {
         (Some(r), _, _) => (r, RankFrom::Listed),
-        (None, Some(r), _) => (PyValue::Int(r as i128), RankFrom::Recorded),
-        (None, None, Some(r)) => (PyValue::Int(r), RankFrom::Name),
+        (None, Some(r), _) => (PyValue::int(r as i128), RankFrom::Recorded),
+        (None, None, Some(r)) => (PyValue::int(r), RankFrom::Name),
         (None, None, None) => {
             return Err(format!(
                 "{file}: no rank: name the file rank_N, or list it in a manifest"
@@ -915,7 +915,7 @@ mod tests {
         let view = view_of("disagree_buckets");
         let blamed = view.blamed();
         assert_eq!(blamed.len(), 1);
-        assert_eq!(blamed[0].0, PyValue::Int(1));
+        assert_eq!(blamed[0].0, PyValue::int(1));
         assert_eq!(blamed[0].2, Field::GroupDigests);
     }
 
@@ -932,11 +932,11 @@ mod tests {
             read("mlp_default", "rank_0.json"),
             read("mlp_fp16", "rank_1.json"),
         ];
-        assert_eq!(entries[1].rank, PyValue::Int(0), "the dump records rank 0");
+        assert_eq!(entries[1].rank, PyValue::int(0), "the dump records rank 0");
         settle_ranks(&mut entries);
         assert_eq!(
             entries[1].rank,
-            PyValue::Int(1),
+            PyValue::int(1),
             "both record rank 0: the names decide"
         );
         assert!(entries[1].notes[0].contains("records rank 0"));
