@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import {
   openApp, launchBrowser, REPO, CASES, ARTIFACTS, cli, counts, expected, nativePlan, nextPaint, seq, readDump,
   synthDump, dropLarge, chartTexts, overlaps, BUDGET_MS,
@@ -278,6 +278,8 @@ test('100k nodes: drop to painted timeline, and re-plan; the whole view says whe
 test('1M nodes, gzipped: the dump opens and the timeline paints', { skip: process.env.COMMLENS_E2E_1M !== '1' && 'set COMMLENS_E2E_1M=1' }, async (t) => {
   const file = join(REPO, 'target', 'scale', 'synth-1m.json.gz');
   if (!existsSync(file)) {
+    // target/scale/ is made by the scale step, which a browser-only run skips.
+    mkdirSync(dirname(file), { recursive: true });
     execFileSync('cargo', ['run', '-q', '--release', '--example', 'synth_dump', '--', '1000000', file], { cwd: REPO, stdio: 'inherit' });
   }
   const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
