@@ -80,8 +80,11 @@ impl std::fmt::Display for PyInt {
     }
 }
 
-// Why `PyInt` exists: nothing in a `PyValue` asks for more than 8-byte alignment.
+// Why `PyInt` exists: nothing in a `PyValue` asks for more than 8-byte alignment (and on
+// wasm32 a `PyValue` is 24 bytes, not the 32 an `i128` made it).
 const _: () = assert!(std::mem::align_of::<PyValue>() <= 8);
+#[cfg(target_arch = "wasm32")]
+const _: () = assert!(std::mem::size_of::<PyValue>() <= 24);
 
 impl PyValue {
     /// A Python `int`.
