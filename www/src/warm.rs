@@ -16,11 +16,24 @@ use crate::{browser, model, views};
 /// few enough to take a few tens of milliseconds on baseline code.
 const NODES: usize = 3_000;
 
-/// Warms up once the page has rendered and started what it was asked to load.
+/// Warms up once the page has rendered and started what it was asked to load, unless the
+/// page opens with something small that it reads at once.
 pub fn soon() {
+    let (url, _) = crate::url_state::UrlState::parse(&browser::query_string());
+    if !wanted(&url) {
+        return;
+    }
     // A zero-delay timeout runs after the first render and the effects it started (a link's
     // fetch is then under way).
     browser::set_timeout(0, run);
+}
+
+/// Whether a warm-up can help the page `url` opens: not for an embed (a chart in a review
+/// doc, whose frame's timers the browser holds back while it is out of view, so the warm-up
+/// would run when the reader scrolls to it) nor for a built-in example (small, and read as
+/// soon as it arrives, so the warm-up would only delay it).
+fn wanted(url: &crate::url_state::UrlState) -> bool {
+    !url.embed && !matches!(url.source, Some(crate::url_state::SourceRef::Example(_)))
 }
 
 fn run() {
@@ -43,6 +56,25 @@ fn warm_up(now: impl Fn() -> f64) -> Result<usize, String> {
 mod tests {
     /// The warm-up goes through the whole of a load: a dump that stopped reading or planning
     /// would warm nothing up, silently.
+    #[test]
+    fn embeds_and_examples_are_not_warmed_up_for() {
+        let wanted = |query: &str| super::wanted(&crate::url_state::UrlState::parse(query).0);
+        for query in [
+            "",
+            "?src=https://host/dump.json.gz",
+            "?view=compare&src=a.json&base=b.json",
+        ] {
+            assert!(wanted(query), "{query}");
+        }
+        for query in [
+            "?example=llama",
+            "?src=a.json&embed=timeline",
+            "?example=mlp&embed=timeline",
+        ] {
+            assert!(!wanted(query), "{query}");
+        }
+    }
+
     #[test]
     fn the_warm_up_reads_and_plans_a_real_graph() {
         let buckets = super::warm_up(|| 0.0).expect("the warm-up dump reads and plans");
