@@ -96,6 +96,11 @@ test('in the embed the wheel scrolls the page until the reader clicks into the c
     const seen = () => { if (document.querySelector('.wheel-hint')) window.__wheelHintSeen = true; };
     new MutationObserver(seen).observe(document.body, { childList: true, subtree: true });
   });
+  // The frame came into view with the scroll: let both pages draw a frame, so that the wheel
+  // lands on what is on screen (a CI run once saw the first wheel scroll nothing).
+  const frames = () => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  await app.page.evaluate(frames);
+  await inner.evaluate(frames);
   await app.page.mouse.move(at.x, at.y);
   const y0 = await app.page.evaluate(() => scrollY);
   await app.page.mouse.wheel(0, 200);
