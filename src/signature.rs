@@ -144,31 +144,13 @@ impl SignatureHasher {
         }
         // Gathered on the stack: a node has a handful of these entries, and an allocation per
         // node was 1.5% of reading a 100k-node dump in the browser.
-        const ON_STACK: usize = 16;
-        static NONE: PyValue = PyValue::None;
-        let mut few = [("", &NONE); ON_STACK];
-        let mut many = Vec::new();
-        let mut count = 0;
-        for (k, v) in node.meta.decoded_entries() {
-            if !(k.starts_with("fsdp_") || SIGNATURE_KEYS.contains(&k.as_str())) {
-                continue;
-            }
-            match few.get_mut(count) {
-                Some(slot) => *slot = (k.as_str(), v),
-                None => {
-                    if many.is_empty() {
-                        many.extend_from_slice(&few);
-                    }
-                    many.push((k.as_str(), v));
-                }
-            }
-            count += 1;
-        }
-        let metadata = match count <= ON_STACK {
-            true => &mut few[..count],
-            false => &mut many[..],
-        };
-        pyjson::write_dict_entries(&mut self.buffer, metadata);
+        let mut metadata: smallvec::SmallVec<[(&str, &PyValue); 16]> = node
+            .meta
+            .decoded_entries()
+            .filter(|(k, _)| k.starts_with("fsdp_") || SIGNATURE_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        pyjson::write_dict_entries(&mut self.buffer, &mut metadata);
         self.buffer.push(']');
         let piece = if self.hasher.is_some() {
             PIECE

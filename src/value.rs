@@ -62,12 +62,6 @@ impl PyInt {
     }
 }
 
-impl From<i128> for PyInt {
-    fn from(value: i128) -> PyInt {
-        PyInt::new(value)
-    }
-}
-
 impl std::fmt::Debug for PyInt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.get().fmt(f)

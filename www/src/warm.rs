@@ -54,8 +54,6 @@ fn warm_up(now: impl Fn() -> f64) -> Result<usize, String> {
 
 #[cfg(test)]
 mod tests {
-    /// The warm-up goes through the whole of a load: a dump that stopped reading or planning
-    /// would warm nothing up, silently.
     #[test]
     fn embeds_and_examples_are_not_warmed_up_for() {
         let wanted = |query: &str| super::wanted(&crate::url_state::UrlState::parse(query).0);
@@ -75,6 +73,8 @@ mod tests {
         }
     }
 
+    /// The warm-up goes through the whole of a load: a dump that stopped reading or planning
+    /// would warm nothing up, silently.
     #[test]
     fn the_warm_up_reads_and_plans_a_real_graph() {
         let buckets = super::warm_up(|| 0.0).expect("the warm-up dump reads and plans");
