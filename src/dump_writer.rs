@@ -112,7 +112,7 @@ fn scalar(value: &PyValue) -> Option<J> {
             None => one("repr", J::from(crate::pyjson::float_repr(*f))),
         },
         PyValue::Str(s) => J::from(s.clone()),
-        PyValue::Node(r) => one("node", J::from(r.name.clone())),
+        PyValue::Node(r) => one("node", J::from(r.name.to_string())),
         PyValue::Device(d) => one("device", J::from(d.clone())),
         PyValue::Sym(s) => one("sym", J::from(s.clone())),
         PyValue::Opaque(s) => one("repr", J::from(s.clone())),

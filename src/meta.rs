@@ -53,7 +53,8 @@ pub(crate) enum MetaText {
     InDocument { document: DumpText, start: usize },
     /// The object's own bytes: a dump read as it decompresses keeps no whole text
     /// (`crate::dump::read_gzip_into`).
-    Own(Box<[u8]>),
+    /// Shared by the nodes whose kept objects are equal (`streamed::kept_object`).
+    Own(Arc<[u8]>),
 }
 
 impl MetaText {

@@ -79,6 +79,10 @@ impl std::fmt::Display for PyInt {
 const _: () = assert!(std::mem::align_of::<PyValue>() <= 8);
 #[cfg(target_arch = "wasm32")]
 const _: () = assert!(std::mem::size_of::<PyValue>() <= 24);
+// Natively 32 bytes, with `NodeRef`'s name boxed (a `String` made it 40: 8 bytes more in every
+// decoded metadata value and argument of a dump).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<PyValue>() <= 32);
 
 impl PyValue {
     /// A Python `int`.
@@ -150,7 +154,8 @@ impl<'a> IntoIterator for &'a Kwargs {
 /// A reference to a node by name, resolved to its position when it exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRef {
-    pub name: String,
+    /// Boxed: see the size checks on `PyValue`.
+    pub name: Box<str>,
     pub index: Option<usize>,
 }
 
@@ -583,7 +588,7 @@ fn decode_single(
     let text = |inner: &J| inner.as_str().map(str::to_owned);
     let special = match (key.as_str(), &inner) {
         ("node", J::String(name)) => Some(PyValue::Node(NodeRef {
-            name: name.clone(),
+            name: name.as_str().into(),
             index: None,
         })),
         ("dtype", _) => text(&inner).map(PyValue::Dtype),
@@ -1074,7 +1079,7 @@ impl DecodeSeed<'_> {
                     refs.set(refs.get() + 1);
                 }
                 return Ok(PyValue::Node(NodeRef {
-                    name: decoded_text(decoded.value),
+                    name: decoded_text(decoded.value).into(),
                     index: None,
                 }));
             }
@@ -1338,7 +1343,7 @@ mod tests {
         )
         .unwrap();
         let items = v.as_list().unwrap();
-        assert!(matches!(&items[0], PyValue::Node(r) if r.name == "x"));
+        assert!(matches!(&items[0], PyValue::Node(r) if &*r.name == "x"));
         assert_eq!(items[1], PyValue::Dtype("torch.int8".into()));
         assert_eq!(items[2], PyValue::Device("cpu".into()));
         assert_eq!(items[3], PyValue::Sym("s0".into()));

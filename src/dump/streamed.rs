@@ -14,7 +14,9 @@ use super::{
     read_top, DecodeScratch, DeserializeSeed, Dump, NodeSink, NodeText, NodeWant, NodesInput,
     ParsedNodes, RawNode, Skip, Slot, Targets, Tolerant, J,
 };
+use crate::hashing::FastSet;
 use std::io::Read;
+use std::sync::Arc;
 
 /// What [`scan_value`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -154,22 +156,55 @@ fn string_end(text: &[u8], mut i: usize) -> Option<usize> {
 /// decoded in the `Meta`; the key keeps its place in the whole map's order). At 500k nodes the
 /// decoded entries' values were a third of the kept text. Anything unexpected keeps the object
 /// as it is. `None` when the object does not end in `text`.
-pub(super) fn kept_object(text: &[u8]) -> Option<Box<[u8]>> {
-    thread_local! {
-        static KEPT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    // Gathered in a buffer, then copied out at its size: a shrinking `realloc` may keep the
-    // whole block (mimalloc does unless it halves).
-    KEPT.with_borrow_mut(|out| {
-        out.clear();
-        match kept_entries(text, out) {
-            Some(()) => Some(out.as_slice().into()),
+///
+/// Equal objects share one copy: most nodes keep only their `val`, and a graph repeats its
+/// shapes (every layer of a model has the same), so a synthetic 500k-node dump kept 54 MB of
+/// text in a few dozen distinct objects. The copies seen last are remembered, a bounded number
+/// ([`KEPT_SHARED`]), so a dump whose objects are all different pays a hash a node.
+pub(super) fn kept_object(text: &[u8]) -> Option<Arc<[u8]>> {
+    // Gathered in a buffer, then copied out at its size (or shared): a shrinking `realloc`
+    // may keep the whole block (mimalloc does unless it halves).
+    KEPT.with_borrow_mut(|Kept { buffer, shared }| {
+        buffer.clear();
+        let kept = match kept_entries(text, buffer) {
+            Some(()) => buffer.as_slice(),
             None => match scan_value(text, 0) {
-                Scan::Done { end, .. } => Some(text[..end].into()),
-                _ => None,
+                Scan::Done { end, .. } => &text[..end],
+                _ => return None,
             },
+        };
+        if let Some(seen) = shared.get(kept) {
+            return Some(seen.clone());
         }
+        if shared.len() == KEPT_SHARED {
+            shared.clear();
+        }
+        let own: Arc<[u8]> = kept.into();
+        shared.insert(own.clone());
+        Some(own)
     })
+}
+
+/// How many of the kept objects seen last [`kept_object`] shares copies of (per thread).
+const KEPT_SHARED: usize = 4096;
+
+/// [`kept_object`]'s state on a thread.
+#[derive(Default)]
+struct Kept {
+    /// Where an object is gathered.
+    buffer: Vec<u8>,
+    /// The kept objects shared, at most [`KEPT_SHARED`].
+    shared: FastSet<Arc<[u8]>>,
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Kept> = std::cell::RefCell::new(Kept::default());
+}
+
+/// Lets go of the kept objects [`kept_object`] remembers on this thread, once a read is over,
+/// so that a closed dump's metadata is not held on to.
+fn forget_kept_objects() {
+    KEPT.with_borrow_mut(|kept| kept.shared = FastSet::default());
 }
 
 /// The object at the start of `object`, found entry by entry (one pass), into `out`. `None`
@@ -426,9 +461,12 @@ pub(super) fn read_from(
     sink: &mut dyn NodeSink,
 ) -> Result<Dump, Declined> {
     #[cfg(not(target_arch = "wasm32"))]
-    return read_in_two(reader, text_len, sink, 1);
+    let read = read_in_two(reader, text_len, sink, 1);
     #[cfg(target_arch = "wasm32")]
-    return read_in_one(reader, text_len, sink);
+    let read = read_in_one(reader, text_len, sink);
+    // The reading thread's copies went with it.
+    forget_kept_objects();
+    read
 }
 
 /// [`read_from`] on this thread alone (the browser's).
@@ -947,7 +985,7 @@ mod tests {
     fn kept_objects_hold_the_undecoded_values_and_every_key_in_order() {
         let kept = |text: &str| {
             let kept = super::kept_object(text.as_bytes()).expect("an object");
-            String::from_utf8(kept.into()).expect("utf-8")
+            String::from_utf8(kept.to_vec()).expect("utf-8")
         };
         assert_eq!(
             kept(
@@ -964,6 +1002,35 @@ mod tests {
         // What follows the object is not kept; an object that does not end is not kept.
         assert_eq!(kept(r#"{"a": 1}, "alias": true}"#), r#"{"a":1}"#);
         assert!(super::kept_object(br#"{"a": 1"#).is_none());
+    }
+
+    #[test]
+    fn equal_kept_objects_share_one_copy_and_the_copies_are_let_go_after_a_read() {
+        let keep = |text: String| super::kept_object(text.as_bytes()).expect("an object");
+        let shape = |n: usize| format!(r#"{{"val": {{"shape": [{n}]}}, "comm_type": "x"}}"#);
+        let first = keep(shape(8));
+        // The same object kept (its decoded values aside) shares the first's bytes.
+        let again = keep(shape(8).replace("\"x\"", "\"y\""));
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        assert!(!std::sync::Arc::ptr_eq(&first, &keep(shape(9))));
+        // Past the bound, the objects remembered are forgotten, and each is still right.
+        let many: Vec<_> = (0..super::KEPT_SHARED + 10)
+            .map(|n| keep(shape(n)))
+            .collect();
+        for (n, kept) in many.iter().enumerate() {
+            assert_eq!(
+                &kept[..],
+                format!(r#"{{"val":{{"shape": [{n}]}},"comm_type":0}}"#).as_bytes()
+            );
+        }
+        let last = keep(shape(super::KEPT_SHARED + 9));
+        assert!(std::sync::Arc::ptr_eq(&last, &many[super::KEPT_SHARED + 9]));
+        assert!(!std::sync::Arc::ptr_eq(&keep(shape(8)), &first));
+        // After a read, this thread holds none of them.
+        let dump = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(2_000));
+        let before = std::sync::Arc::strong_count(&last);
+        super::read(&gzip(dump.as_bytes()), &mut ()).expect("read");
+        assert_eq!(std::sync::Arc::strong_count(&last), before - 1);
     }
 
     /// Random JSON values, written compactly and pretty, end exactly where serde_json says

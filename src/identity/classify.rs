@@ -138,7 +138,7 @@ pub fn classify_with_members(
                 continue;
             }
             if let Some(prov) = transform::dedup_rewrite(graph, entry, before, before_c) {
-                entry.provenance = Some(prov);
+                entry.provenance = Some(Box::new(prov));
                 // Re-decided by the dedup rule below, whatever was decided on the spot.
                 let decl = Declared::default();
                 entry.role = None;
@@ -750,7 +750,7 @@ fn base_identity(
         evidence: None,
         heuristic,
         provenance: if view.provenance {
-            transform::read_provenance(node)
+            transform::read_provenance(node).map(Box::new)
         } else {
             None
         },

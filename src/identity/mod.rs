@@ -413,7 +413,7 @@ pub struct CollectiveIdentity {
     /// (see `structure.rs`).
     pub heuristic: Option<(Role, Evidence)>,
     /// The transform that made this node, when recorded.
-    pub provenance: Option<Provenance>,
+    pub provenance: Option<Box<Provenance>>,
     /// For an all-gather: the only graph input (placeholder) among its input's ancestors —
     /// the parameter it gathers — when there is exactly one.
     pub input_placeholder: Option<NodeId>,

@@ -214,7 +214,7 @@ fn entry_names(value: &PyValue) -> (Vec<String>, Option<String>) {
     for item in items {
         let name = match item {
             PyValue::Str(s) => Some(s.as_str()),
-            PyValue::Node(r) => Some(r.name.as_str()),
+            PyValue::Node(r) => Some(&*r.name),
             PyValue::Dict(d) => {
                 if pass_name.is_none() {
                     pass_name = d
@@ -225,7 +225,7 @@ fn entry_names(value: &PyValue) -> (Vec<String>, Option<String>) {
                 }
                 match d.get("name") {
                     Some(PyValue::Str(s)) => Some(s.as_str()),
-                    Some(PyValue::Node(r)) => Some(r.name.as_str()),
+                    Some(PyValue::Node(r)) => Some(&*r.name),
                     _ => None,
                 }
             }

@@ -522,7 +522,7 @@ impl<N: Names + ?Sized> ValueReader<'_, N> {
             }
             _ => match self.names.position(path) {
                 Some(index) => PyValue::Node(NodeRef {
-                    name: path.to_string(),
+                    name: path.into(),
                     index: Some(index),
                 }),
                 None if path.contains('.') => PyValue::Opaque(path.to_string()),

@@ -524,7 +524,7 @@ impl<'s> Builder<'s, '_> {
                     args.insert(
                         0,
                         PyValue::Node(NodeRef {
-                            name: first.to_string(),
+                            name: first.into(),
                             index: Some(index),
                         }),
                     );
@@ -552,7 +552,7 @@ impl<'s> Builder<'s, '_> {
                 if let (Some(index), Some(attr)) = (self.table.position(first), rest) {
                     if !attr.contains('.') {
                         let node = PyValue::Node(NodeRef {
-                            name: first.to_string(),
+                            name: first.into(),
                             index: Some(index),
                         });
                         return Ok(Some(call(
