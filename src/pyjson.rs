@@ -54,10 +54,7 @@ fn write_value(out: &mut String, value: &PyValue, indent: Option<usize>, level: 
         PyValue::None => out.push_str("null"),
         PyValue::Bool(true) => out.push_str("true"),
         PyValue::Bool(false) => out.push_str("false"),
-        PyValue::Int(i) => {
-            use std::fmt::Write;
-            let _ = write!(out, "{i}");
-        }
+        PyValue::Int(i) => write_int(out, i.get()),
         PyValue::Float(f) => out.push_str(&float_json(*f)),
         PyValue::Str(s) => write_string(out, s),
         PyValue::List(items) => {
@@ -242,8 +239,13 @@ pub fn write_list_with<T>(
 
 /// An integer as `json.dumps` writes it.
 pub fn write_int(out: &mut String, i: i128) {
-    use std::fmt::Write;
-    let _ = write!(out, "{i}");
+    // `itoa`, not `fmt`: formatting an `i128` through `fmt` divides 128-bit numbers, and a
+    // report's shapes, offsets and ranks all fit in 64 bits.
+    let mut digits = itoa::Buffer::new();
+    match i64::try_from(i) {
+        Ok(small) => out.push_str(digits.format(small)),
+        Err(_) => out.push_str(digits.format(i)),
+    }
 }
 
 /// Whether `bytes` are printable ASCII other than `"` and `\\` (written as they are). Checked
@@ -377,6 +379,23 @@ mod tests {
         ];
         for (value, expected) in cases {
             assert_eq!(float_repr(value), expected, "{value:e}");
+        }
+    }
+
+    #[test]
+    fn integers_are_written_as_python_writes_them_at_every_width() {
+        let edges = [0, -1, 9, 10, -10, i64::MAX as i128, i64::MIN as i128];
+        let wide = [
+            i64::MAX as i128 + 1,
+            i64::MIN as i128 - 1,
+            i128::MAX,
+            i128::MIN,
+        ];
+        for i in edges.into_iter().chain(wide) {
+            let mut out = String::new();
+            write_int(&mut out, i);
+            assert_eq!(out, i.to_string());
+            assert_eq!(dumps(&PyValue::int(i)), i.to_string());
         }
     }
 

@@ -433,10 +433,90 @@ impl<R: Read> Stream<R> {
         }
     }
 
+    /// The next node's span, as [`Stream::value`] finds it, or by its line once `lines` has
+    /// seen that the dump writes a node a line (as the exporter does).
+    ///
+    /// A JSON string cannot hold a raw line break, so a node alone on its line ends at the
+    /// line's last `}` (before a `,`). That end is a guess until the node is parsed, and the
+    /// parser checks it: it reads one value that must take the whole span, so a guess that
+    /// cuts a node short or takes in two fails to parse and the dump is declined to the
+    /// whole-text reader, as anything that does not parse is. The guess is only taken after
+    /// the first [`Lines::TRIAL`] nodes' lines matched their scans, so a dump laid out another
+    /// way is scanned (not declined), and only when the line has at most [`MAX_DEPTH`]
+    /// brackets (so the value is not nested deeper).
+    fn node_value(&mut self, lines: &mut Lines) -> Result<(usize, usize), Declined> {
+        if *lines == Lines::Scanned {
+            return self.value();
+        }
+        self.peek()?.ok_or(Declined)?;
+        let guess = loop {
+            match memchr::memchr(b'\n', &self.text[self.pos..]) {
+                Some(at) => break line_value(&self.text[self.pos..self.pos + at]),
+                // A line longer than what is held: read on as `value` does (at least doubling
+                // what is held, so a long line is searched a bounded number of times).
+                None => {
+                    if !self.fill(self.text.len() - self.pos)? {
+                        break None;
+                    }
+                }
+            }
+        };
+        let guess = guess.map(|len| (self.pos, self.pos + len));
+        match *lines {
+            Lines::Trial(seen) => {
+                let scanned = self.value()?;
+                *lines = match guess == Some(scanned) {
+                    true if seen + 1 == Lines::TRIAL => Lines::Taken,
+                    true => Lines::Trial(seen + 1),
+                    false => Lines::Scanned,
+                };
+                Ok(scanned)
+            }
+            _ => match guess {
+                Some(span) => Ok(span),
+                None => self.value(),
+            },
+        }
+    }
+
     /// The text of `span`, which must be UTF-8 (as the whole-text reader's fast path needs).
     fn str(&self, (start, end): (usize, usize)) -> Result<&str, Declined> {
         Ok(std::str::from_utf8(&self.text[start..end])?)
     }
+}
+
+/// How [`Stream::node_value`] finds where nodes end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lines {
+    /// By scanning, and checking that each node's line ends it; the count that did.
+    Trial(usize),
+    /// By their lines.
+    Taken,
+    /// By scanning: a node's line did not end it.
+    Scanned,
+}
+
+impl Lines {
+    /// How many nodes' lines must end them before lines are taken.
+    const TRIAL: usize = 8;
+}
+
+/// The length of the object that `line` (from a node's start to the next line break) holds
+/// when it is the node's line: up to its last `}`, with a `,` and spaces after it. `None`
+/// when the line does not end that way, or holds more than [`MAX_DEPTH`] brackets.
+fn line_value(line: &[u8]) -> Option<usize> {
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\r');
+    let mut end = line.len() - line.iter().rev().take_while(|b| space(b)).count();
+    if end > 0 && line[end - 1] == b',' {
+        end -= 1;
+        end -= line[..end].iter().rev().take_while(|b| space(b)).count();
+    }
+    if end == 0 || line[end - 1] != b'}' {
+        return None;
+    }
+    // Brackets in strings count too: this bounds the depth from above.
+    let brackets = memchr::memchr2_iter(b'{', b'[', &line[..end]).take(MAX_DEPTH + 1);
+    (brackets.count() <= MAX_DEPTH).then_some(end)
 }
 
 /// Reads the gzip-compressed dump `bytes` as it decompresses, handing each node to `sink`.
@@ -758,8 +838,9 @@ fn read_nodes<R: Read>(stream: &mut Stream<R>, nodes: &mut impl Parsed) -> Resul
         stream.pos += 1;
         return Ok(());
     }
+    let mut lines = Lines::Trial(0);
     loop {
-        let span = stream.value()?;
+        let span = stream.node_value(&mut lines)?;
         if !nodes.node(stream.str(span)?) {
             return Err(Declined);
         }
@@ -978,6 +1059,95 @@ mod tests {
         done("[Y, _, y, \u{7f}, [\"]\"]]", 19, 2);
         for bad in ["]", "}", ",1", ":"] {
             assert_eq!(scan_value(bad.as_bytes(), 0), Scan::Bad, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_node_line_ends_at_its_last_brace_before_a_comma() {
+        use super::line_value;
+        assert_eq!(line_value(br#"{"a": [1, "}"]},"#), Some(15));
+        assert_eq!(line_value(b"{\"a\": 1} , \r"), Some(8));
+        assert_eq!(line_value(b"{}"), Some(2));
+        // Not a node's line: the array's end follows, or the node goes on.
+        for other in [&b"{}]"[..], b"{\"a\": [", b"", b" , ", b"}"] {
+            assert_eq!(line_value(other), (other == b"}").then_some(1), "{other:?}");
+        }
+        // More brackets than `MAX_DEPTH` (strings' too): left to the scan, which knows the depth.
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(super::MAX_DEPTH),
+            "]".repeat(super::MAX_DEPTH)
+        );
+        assert_eq!(line_value(format!("{{\"a\": {deep}}}").as_bytes()), None);
+        let shallow = format!("{{\"a\": \"{}\"}}", "{".repeat(super::MAX_DEPTH - 1));
+        assert_eq!(line_value(shallow.as_bytes()), Some(shallow.len()));
+    }
+
+    /// A node a line (the exporter's layout) is read by its lines once the first nodes' lines
+    /// matched their scans; nodes laid out otherwise from the start are scanned; a line that
+    /// does not hold exactly one node after that declines the dump, and the whole-text reader
+    /// reads it.
+    #[test]
+    fn nodes_are_found_by_their_lines_and_a_wrong_line_is_declined() {
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(3_000));
+        let whole = |text: &str| {
+            let read = crate::dump::read_text_into(text.as_bytes().to_vec(), &mut ());
+            format!("{:?}", read.expect("read whole"))
+        };
+        let streamed =
+            |text: &str| read(&gzip(text.as_bytes()), &mut ()).map(|dump| format!("{dump:?}"));
+        let lines_taken = |text: &str| {
+            let at = text.find("\"nodes\": [").expect("nodes") + "\"nodes\": [".len();
+            let mut stream = super::Stream {
+                reader: &text.as_bytes()[at..],
+                text: Vec::new(),
+                pos: 0,
+                total: 0,
+                limit: u64::MAX,
+            };
+            let mut lines = super::Lines::Trial(0);
+            for _ in 0..3 * super::Lines::TRIAL {
+                let span = stream.node_value(&mut lines).expect("a node");
+                stream.pos = span.1;
+                stream.expect(b',').expect("a comma");
+            }
+            lines
+        };
+        assert_eq!(lines_taken(&text), super::Lines::Taken);
+        assert_eq!(streamed(&text).expect("read by lines"), whole(&text));
+
+        // Each node over two lines: scanned, and read as before.
+        let two_lines = text.replace("\"meta\": {", "\"meta\":\n{");
+        assert_eq!(lines_taken(&two_lines), super::Lines::Scanned);
+        assert_eq!(
+            streamed(&two_lines).expect("read by scans"),
+            whole(&two_lines)
+        );
+
+        // Later, two nodes on one line, or one node over two: declined, read whole.
+        let lines: Vec<&str> = text.split('\n').collect();
+        let node = lines
+            .iter()
+            .rposition(|l| l.starts_with("{\"name\""))
+            .expect("a node")
+            - 5;
+        let mut joined = lines.clone();
+        let both = format!("{} {}", joined[node], joined[node + 1]);
+        joined.splice(node..node + 2, [both.as_str()]);
+        let joined = joined.join("\n");
+        // Split where the first line ends like a node (in `}` and `,`), and where it does not.
+        let split_at = |after: &str| {
+            let node_split = lines[node].replacen(after, &format!("{after}\n"), 1);
+            assert_ne!(node_split, lines[node]);
+            lines.join("\n").replacen(lines[node], &node_split, 1)
+        };
+        let (split, unlike) = (split_at("\"kwargs\": {},"), split_at("\"op\": "));
+        assert_eq!(streamed(&unlike).expect("read by its scan"), whole(&unlike));
+        for odd in [joined, split] {
+            assert_eq!(lines_taken(&odd), super::Lines::Taken);
+            assert!(streamed(&odd).is_err());
+            let via_input = crate::dump::read_dump(&gzip(odd.as_bytes())).expect("read");
+            assert_eq!(format!("{via_input:?}"), whole(&odd));
         }
     }
 
