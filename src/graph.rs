@@ -501,8 +501,10 @@ fn name_hash(name: &str) -> u64 {
 /// not within it is not in the table.
 #[derive(Clone, Debug)]
 pub(crate) struct NameTable {
-    /// (position, hash); `EMPTY` positions are free.
-    slots: Vec<(NodeId, u64)>,
+    /// (position, the hash's low 32 bits); `EMPTY` positions are free. Eight bytes a slot, not
+    /// sixteen: the table is probed at random, once for each name and each reference, and at
+    /// 500k nodes its 16 MB did not stay in cache.
+    slots: Vec<(u32, u32)>,
     len: usize,
     /// Every name, once a probe ran past the bound (`slots` is then unused).
     ordered: Option<std::collections::BTreeMap<Box<str>, NodeId>>,
@@ -519,7 +521,7 @@ enum Probe {
 }
 
 impl NameTable {
-    const EMPTY: NodeId = NodeId::MAX;
+    const EMPTY: u32 = u32::MAX;
     /// How far past its home slot an entry may sit. With the table at most half full and a
     /// well-spread hash, runs this long do not happen by chance.
     const MAX_PROBE: usize = 128;
@@ -549,7 +551,7 @@ impl NameTable {
     }
 
     /// Probes for `name` from its home slot, at most [`NameTable::MAX_PROBE`] slots on.
-    fn probe(&self, nodes: &[Node], name: &str, hash: u64) -> Probe {
+    fn probe(&self, nodes: &[Node], name: &str, hash: u32) -> Probe {
         let mask = self.slots.len() - 1;
         let mut at = hash as usize & mask;
         for _ in 0..=Self::MAX_PROBE {
@@ -557,7 +559,7 @@ impl NameTable {
             if slot == Self::EMPTY {
                 return Probe::Free(at);
             }
-            if slot_hash == hash && nodes[slot].name == name {
+            if slot_hash == hash && nodes[slot as usize].name == name {
                 return Probe::Found(at);
             }
             at = (at + 1) & mask;
@@ -572,7 +574,7 @@ impl NameTable {
             slots
                 .into_iter()
                 .filter(|&(id, _)| id != Self::EMPTY)
-                .map(|(id, _)| (Box::from(nodes[id].name.as_str()), id))
+                .map(|(id, _)| (Box::from(nodes[id as usize].name.as_str()), id as usize))
                 .collect()
         });
     }
@@ -608,18 +610,23 @@ impl NameTable {
                 std::collections::btree_map::Entry::Occupied(o) => Err(*o.get()),
             };
         }
-        let hash = name_hash(name);
+        // Positions from `EMPTY` on do not fit a slot (the ordered map takes them).
+        let Some(slot_id) = u32::try_from(id).ok().filter(|&id| id != Self::EMPTY) else {
+            self.order(nodes);
+            return self.add(nodes, id, replace);
+        };
+        let hash = name_hash(name) as u32;
         match self.probe(nodes, name, hash) {
             Probe::Free(at) => {
                 self.len += 1;
-                self.slots[at] = (id, hash);
+                self.slots[at] = (slot_id, hash);
                 Ok(())
             }
             Probe::Found(at) if replace => {
-                self.slots[at] = (id, hash);
+                self.slots[at] = (slot_id, hash);
                 Ok(())
             }
-            Probe::Found(at) => Err(self.slots[at].0),
+            Probe::Found(at) => Err(self.slots[at].0 as usize),
             Probe::TooFar => {
                 self.order(nodes);
                 self.add(nodes, id, replace)
@@ -631,6 +638,11 @@ impl NameTable {
     /// An entry that lands past the bound moves the table to the ordered map.
     fn grow(&mut self, nodes: &[Node]) {
         let size = self.slots.len() * 2;
+        // A slot's hash is 32 bits: a larger table could not place by it.
+        if u32::try_from(size - 1).is_err() {
+            self.order(nodes);
+            return;
+        }
         let mut slots = vec![(Self::EMPTY, 0); size];
         let mask = size - 1;
         for &(id, hash) in &self.slots {
@@ -656,8 +668,8 @@ impl NameTable {
         if let Some(ordered) = &self.ordered {
             return ordered.get(name).copied();
         }
-        match self.probe(nodes, name, name_hash(name)) {
-            Probe::Found(at) => Some(self.slots[at].0),
+        match self.probe(nodes, name, name_hash(name) as u32) {
+            Probe::Found(at) => Some(self.slots[at].0 as usize),
             // Every entry is within the bound of its home slot (see the type's comment).
             Probe::Free(_) | Probe::TooFar => None,
         }
