@@ -437,11 +437,29 @@ pub struct RolesReport {
 
 impl RolesReport {
     pub fn new(graph: Graph) -> RolesReport {
-        let classification = classify(&graph);
         let args = crate::resolve_args(&graph, None);
-        let (buckets, bucket_diagnostics) = match crate::planner::plan(&graph, &args) {
-            Ok(plan) => bucket_identities(&graph, &classification, &plan),
-            Err(_) => (Vec::new(), Vec::new()),
+        let plan = || crate::planner::plan(&graph, &args).ok();
+        // Natively the plan is made on a second thread while this one classifies: each took
+        // 0.14-0.21 s at 500k nodes, on one core of two.
+        #[cfg(not(target_arch = "wasm32"))]
+        let (classification, plan) = std::thread::scope(|scope| {
+            let planning = std::thread::Builder::new()
+                .name("commlens-plan".into())
+                .spawn_scoped(scope, plan);
+            let classification = classify(&graph);
+            let plan = match planning {
+                Ok(thread) => thread
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                Err(_) => plan(),
+            };
+            (classification, plan)
+        });
+        #[cfg(target_arch = "wasm32")]
+        let (classification, plan) = (classify(&graph), plan());
+        let (buckets, bucket_diagnostics) = match plan {
+            Some(plan) => bucket_identities(&graph, &classification, &plan),
+            None => (Vec::new(), Vec::new()),
         };
         RolesReport {
             graph,
