@@ -121,8 +121,19 @@ export class App {
       this.errors.push(`console.error: ${msg.text()}${where ? ` (${where})` : ''}`);
     });
     page.on('pageerror', (err) => this.errors.push(`page error: ${err.stack || err.message || err}`));
+    // Which document made each request: leaving a page aborts what it had in flight (a
+    // worker's script still loading, say), and that abort is the navigation's, not an error.
+    let documents = 0;
+    const madeBy = new WeakMap();
+    page.on('request', (req) => {
+      // A new document starts with its own request (history.pushState makes none).
+      if (req.isNavigationRequest() && mainFrameOf(req, page)) documents += 1;
+      madeBy.set(req, documents);
+    });
     page.on('requestfailed', (req) => {
-      this.errors.push(`request failed: ${req.url()} (${req.failure()?.errorText})`);
+      const why = req.failure()?.errorText;
+      if (why === 'net::ERR_ABORTED' && madeBy.has(req) && madeBy.get(req) < documents) return;
+      this.errors.push(`request failed: ${req.url()} (${why})`);
     });
     page.on('response', (res) => {
       if (res.status() >= 400 && !res.url().endsWith('/favicon.ico')) {
@@ -397,4 +408,13 @@ export function overlaps(boxes, slack = 0.5) {
     }
   }
   return out;
+}
+
+/** Whether `req` was made by `page`'s main frame (a request may have no frame: a worker's). */
+function mainFrameOf(req, page) {
+  try {
+    return req.frame() === page.mainFrame();
+  } catch {
+    return false;
+  }
 }

@@ -2,6 +2,7 @@
 // and nothing failed on the way (no console error, no page error, no failed request).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import { openApp } from './harness.mjs';
 
 test('the app loads and renders without errors', async (t) => {
@@ -18,4 +19,37 @@ test('the wasm is served as application/wasm under the site path', async (t) => 
   const res = await app.page.request.get(new URL('commlens_www_bg.wasm', app.page.url()).href);
   assert.equal(res.status(), 200);
   assert.equal(res.headers()['content-type'], 'application/wasm');
+});
+
+test('the harness lays a request aborted by leaving the page on the navigation, and counts any other failed request', async (t) => {
+  // A server that answers nothing: its requests stay in flight until the page gives them up.
+  const hanging = [];
+  const server = createServer((req, res) => hanging.push(res));
+  await new Promise((done) => server.listen(0, '127.0.0.1', done));
+  t.after(() => {
+    for (const res of hanging) res.destroy();
+    server.close();
+  });
+  const hang = `http://127.0.0.1:${server.address().port}/hang`;
+  const app = await openApp(t);
+  await app.waitForRendered();
+  const inFlight = () => new Promise((done) => {
+    const check = () => (hanging.length > 0 ? done() : setTimeout(check, 10));
+    check();
+  });
+  await app.page.evaluate((url) => { fetch(url).catch(() => {}); }, hang);
+  await inFlight();
+  await app.page.goto(app.page.url());
+  await app.waitForRendered();
+  app.assertNoErrors();
+  // The same abort made by the page itself is reported.
+  await app.page.evaluate(async (url) => {
+    const stop = new AbortController();
+    const pending = fetch(url, { signal: stop.signal }).catch(() => {});
+    await new Promise((done) => setTimeout(done, 200));
+    stop.abort();
+    await pending;
+  }, hang);
+  await app.page.waitForTimeout(200);
+  assert.deepEqual(app.errors.map((e) => e.replace(/\d+/g, 'N')), ['request failed: http://N.N.N.N:N/hang (net::ERR_ABORTED)']);
 });
