@@ -15,6 +15,7 @@ pub mod input;
 pub mod key;
 pub mod meta;
 pub mod ops;
+pub mod parallel;
 pub mod planner;
 pub mod pyjson;
 pub mod signature;

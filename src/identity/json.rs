@@ -21,49 +21,87 @@ fn opt(value: Option<&str>) -> Value {
     value.map_or(Value::Null, |s| Value::String(s.to_string()))
 }
 
+/// One collective entry of `roles --json`, its keys in their order: printed as it is (the
+/// report's largest part: 85k entries at 500k nodes), and as a `Value` by
+/// [`collective_value`].
+#[derive(serde::Serialize)]
+pub struct CollectiveJson<'a> {
+    node: &'a str,
+    op: &'a str,
+    api: &'static str,
+    transport: &'static str,
+    group: Option<&'a str>,
+    waits: Vec<&'a str>,
+    role: Option<&'a str>,
+    source: Option<&'static str>,
+    producer: Option<&'a str>,
+    phase: &'static str,
+    phase_evidence: RuleJson,
+    recomputed: bool,
+    rule: Option<&'static str>,
+    evidence: Option<String>,
+    heuristic: Option<HeuristicJson<'a>>,
+    provenance: Option<ProvenanceJson<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct RuleJson {
+    rule: &'static str,
+    evidence: String,
+}
+
+#[derive(serde::Serialize)]
+struct HeuristicJson<'a> {
+    role: &'a str,
+    rule: &'static str,
+    evidence: String,
+}
+
+#[derive(serde::Serialize)]
+struct ProvenanceJson<'a> {
+    key: &'a str,
+    members: &'a [String],
+    pass_name: Option<&'a str>,
+}
+
+impl<'a> CollectiveJson<'a> {
+    pub fn new(graph: &'a Graph, c: &'a CollectiveIdentity) -> CollectiveJson<'a> {
+        CollectiveJson {
+            node: &c.name,
+            op: &c.op,
+            api: c.api.as_str(),
+            transport: c.transport.as_str(),
+            group: c.group.as_deref(),
+            waits: c.waits.iter().map(|&w| &*graph.node(w).name).collect(),
+            role: c.role.as_ref().map(|r| r.as_str()),
+            source: c.source.map(|s| s.as_str()),
+            producer: c.producer.as_deref(),
+            phase: c.phase.as_str(),
+            phase_evidence: RuleJson {
+                rule: c.phase_evidence.rule,
+                evidence: c.phase_evidence.detail_text(graph),
+            },
+            recomputed: c.recomputed,
+            rule: c.evidence.as_ref().map(|e| e.rule),
+            evidence: c.evidence.as_ref().map(|e| e.detail_text(graph)),
+            heuristic: c.heuristic.as_ref().map(|(role, ev)| HeuristicJson {
+                role: role.as_str(),
+                rule: ev.rule,
+                evidence: ev.detail_text(graph),
+            }),
+            provenance: c.provenance.as_deref().map(|p| ProvenanceJson {
+                key: &p.key,
+                members: &p.members,
+                pass_name: p.pass_name.as_deref(),
+            }),
+        }
+    }
+}
+
 /// One collective entry of `roles --json`.
 pub fn collective_value(graph: &Graph, c: &CollectiveIdentity) -> Value {
-    let mut m = Map::new();
-    m.insert("node".into(), json!(c.name));
-    m.insert("op".into(), json!(c.op));
-    m.insert("api".into(), json!(c.api.as_str()));
-    m.insert("transport".into(), json!(c.transport.as_str()));
-    m.insert("group".into(), opt(c.group.as_deref()));
-    m.insert(
-        "waits".into(),
-        Value::Array(c.waits.iter().map(|&w| json!(graph.node(w).name)).collect()),
-    );
-    m.insert("role".into(), opt(c.role.as_ref().map(|r| r.as_str())));
-    m.insert("source".into(), opt(c.source.map(|s| s.as_str())));
-    m.insert("producer".into(), opt(c.producer.as_deref()));
-    m.insert("phase".into(), json!(c.phase.as_str()));
-    m.insert(
-        "phase_evidence".into(),
-        json!({"rule": c.phase_evidence.rule, "evidence": c.phase_evidence.detail_text(graph)}),
-    );
-    m.insert("recomputed".into(), json!(c.recomputed));
-    m.insert("rule".into(), opt(c.evidence.as_ref().map(|e| e.rule)));
-    m.insert(
-        "evidence".into(),
-        opt(c.evidence.as_ref().map(|e| e.detail_text(graph)).as_deref()),
-    );
-    m.insert(
-        "heuristic".into(),
-        match &c.heuristic {
-            Some((role, ev)) => {
-                json!({"role": role.as_str(), "rule": ev.rule, "evidence": ev.detail_text(graph)})
-            }
-            None => Value::Null,
-        },
-    );
-    m.insert(
-        "provenance".into(),
-        match &c.provenance {
-            Some(p) => json!({"key": p.key, "members": p.members, "pass_name": p.pass_name}),
-            None => Value::Null,
-        },
-    );
-    Value::Object(m)
+    // Strings, bools and structs of them always make a value.
+    serde_json::to_value(CollectiveJson::new(graph, c)).unwrap_or_default()
 }
 
 pub fn diagnostic_value(d: &Diagnostic) -> Value {
@@ -120,7 +158,24 @@ enum Field<'a> {
     Items(Box<dyn Iterator<Item = Value> + 'a>),
     /// `len` items, the `i`-th made by `item(i)`: natively, half of them are made and printed
     /// on a second thread (`roles --json` at 500k nodes writes 85k collectives, 95 MB).
-    Indexed(usize, Box<dyn Fn(usize) -> Value + Sync + 'a>),
+    Indexed(usize, Box<dyn Indexed + 'a>),
+}
+
+/// The items of [`Field::Indexed`]: made by index, and printed without becoming a `Value`.
+trait Indexed: Sync {
+    fn value(&self, i: usize) -> Value;
+    /// Item `i` pretty-printed `depth` levels deep, after `out`; `scratch` is for the bytes.
+    fn push(&self, i: usize, out: &mut String, depth: usize, scratch: &mut Vec<u8>);
+}
+
+impl<F: Fn(usize) -> T + Sync, T: serde::Serialize> Indexed for F {
+    fn value(&self, i: usize) -> Value {
+        serde_json::to_value(self(i)).unwrap_or_default()
+    }
+
+    fn push(&self, i: usize, out: &mut String, depth: usize, scratch: &mut Vec<u8>) {
+        push_serialized(out, &self(i), depth, scratch);
+    }
 }
 
 /// The object of `fields` as a `Value`.
@@ -132,7 +187,9 @@ fn object_of(fields: Vec<(&str, Field<'_>)>) -> Value {
                 let value = match field {
                     Field::Value(v) => v,
                     Field::Items(items) => Value::Array(items.collect()),
-                    Field::Indexed(len, item) => Value::Array((0..len).map(item).collect()),
+                    Field::Indexed(len, items) => {
+                        Value::Array((0..len).map(|i| items.value(i)).collect())
+                    }
                 };
                 (key.to_string(), value)
             })
@@ -285,25 +342,35 @@ fn pretty_fields_into(
 
 /// `value` pretty-printed `depth` levels deep.
 fn push_at(out: &mut String, value: &Value, depth: usize) {
-    use serde::Serialize;
-    let mut text = Vec::new();
-    let mut serializer = serde_json::Serializer::with_formatter(&mut text, PrettyAt::new(depth));
-    match value.serialize(&mut serializer) {
-        Ok(()) => out.push_str(&String::from_utf8_lossy(&text)),
-        Err(_) => out.push_str("null"),
+    push_serialized(out, value, depth, &mut Vec::new());
+}
+
+/// `value` pretty-printed `depth` levels deep, through `scratch`.
+fn push_serialized(
+    out: &mut String,
+    value: &impl serde::Serialize,
+    depth: usize,
+    scratch: &mut Vec<u8>,
+) {
+    scratch.clear();
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut *scratch, PrettyAt::new(depth));
+    let printed = value.serialize(&mut serializer).ok().map(|()| &scratch[..]);
+    // serde_json prints UTF-8 (the lossy reading is never needed).
+    match printed.map(std::str::from_utf8) {
+        Some(Ok(text)) => out.push_str(text),
+        Some(Err(_)) => out.push_str(&String::from_utf8_lossy(scratch)),
+        None => out.push_str("null"),
     }
 }
 
 /// Items `range` of an array's items as they are printed two levels deep (each after its
 /// line break, the ones after the first after a comma).
-fn push_item_range(
-    range: std::ops::Range<usize>,
-    item: &(dyn Fn(usize) -> Value + Sync),
-    out: &mut String,
-) {
+fn push_item_range(range: std::ops::Range<usize>, items: &dyn Indexed, out: &mut String) {
+    let mut scratch = Vec::new();
     for i in range {
         out.push_str(if i == 0 { "\n    " } else { ",\n    " });
-        push_at(out, &item(i), 2);
+        items.push(i, out, 2, &mut scratch);
     }
 }
 
@@ -315,7 +382,7 @@ const ITEM_CHUNK: usize = 64;
 /// writes its own; at most two chunks wait.
 fn push_items(
     len: usize,
-    item: &(dyn Fn(usize) -> Value + Sync),
+    item: &dyn Indexed,
     out: &mut String,
     flush: &mut dyn FnMut(&mut String),
 ) {
@@ -391,7 +458,7 @@ fn roles_fields<'a>(
             "collectives",
             Field::Indexed(
                 c.collectives.len(),
-                Box::new(|i| collective_value(graph, &c.collectives[i])),
+                Box::new(|i| CollectiveJson::new(graph, &c.collectives[i])),
             ),
         ),
         (
@@ -438,25 +505,13 @@ pub struct RolesReport {
 impl RolesReport {
     pub fn new(graph: Graph) -> RolesReport {
         let args = crate::resolve_args(&graph, None);
-        let plan = || crate::planner::plan(&graph, &args).ok();
-        // Natively the plan is made on a second thread while this one classifies: each took
+        // The plan is made on a second thread while this one classifies: each took
         // 0.14-0.21 s at 500k nodes, on one core of two.
-        #[cfg(not(target_arch = "wasm32"))]
-        let (classification, plan) = std::thread::scope(|scope| {
-            let planning = std::thread::Builder::new()
-                .name("commlens-plan".into())
-                .spawn_scoped(scope, plan);
-            let classification = classify(&graph);
-            let plan = match planning {
-                Ok(thread) => thread
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                Err(_) => plan(),
-            };
-            (classification, plan)
-        });
-        #[cfg(target_arch = "wasm32")]
-        let (classification, plan) = (classify(&graph), plan());
+        let (plan, classification) = crate::parallel::join(
+            "commlens-plan",
+            || crate::planner::plan(&graph, &args).ok(),
+            || classify(&graph),
+        );
         let (buckets, bucket_diagnostics) = match plan {
             Some(plan) => bucket_identities(&graph, &classification, &plan),
             None => (Vec::new(), Vec::new()),
