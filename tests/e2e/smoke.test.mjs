@@ -37,12 +37,16 @@ test('the harness lays a request aborted by leaving the page on the navigation, 
     const check = () => (hanging.length > 0 ? done() : setTimeout(check, 10));
     check();
   });
+  const failed = () => app.page.waitForEvent('requestfailed', { predicate: (req) => req.url() === hang, timeout: 30_000 });
   await app.page.evaluate((url) => { fetch(url).catch(() => {}); }, hang);
   await inFlight();
+  const leftBehind = failed();
   await app.page.goto(app.page.url());
+  await leftBehind;
   await app.waitForRendered();
   app.assertNoErrors();
   // The same abort made by the page itself is reported.
+  const aborted = failed();
   await app.page.evaluate(async (url) => {
     const stop = new AbortController();
     const pending = fetch(url, { signal: stop.signal }).catch(() => {});
@@ -50,6 +54,6 @@ test('the harness lays a request aborted by leaving the page on the navigation, 
     stop.abort();
     await pending;
   }, hang);
-  await app.page.waitForTimeout(200);
+  await aborted;
   assert.deepEqual(app.errors.map((e) => e.replace(/\d+/g, 'N')), ['request failed: http://N.N.N.N:N/hang (net::ERR_ABORTED)']);
 });
