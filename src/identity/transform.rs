@@ -546,18 +546,14 @@ pub fn bucket_identities(
     // each member's dtype from its kept metadata made this as long as classifying (0.1 s at
     // 500k nodes).
     let half = plan.buckets.len() / 2;
-    let (first, second) = match half {
-        0 => (
-            Default::default(),
-            identities_of(graph, classification, &plan.buckets),
-        ),
-        _ => crate::parallel::join(
-            "commlens-buckets",
-            || identities_of(graph, classification, &plan.buckets[..half]),
-            || identities_of(graph, classification, &plan.buckets[half..]),
-        ),
-    };
-    let ((mut buckets, mut diagnostics), (more_buckets, more_diagnostics)) = (first, second);
+    if half == 0 {
+        return identities_of(graph, classification, &plan.buckets);
+    }
+    let ((mut buckets, mut diagnostics), (more_buckets, more_diagnostics)) = crate::parallel::join(
+        "commlens-buckets",
+        || identities_of(graph, classification, &plan.buckets[..half]),
+        || identities_of(graph, classification, &plan.buckets[half..]),
+    );
     buckets.extend(more_buckets);
     diagnostics.extend(more_diagnostics);
     (buckets, diagnostics)
