@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
+mod by_hand;
 mod streamed;
 
 /// The format tag every dump carries.
@@ -1120,6 +1121,7 @@ pub fn node_index(value: &PyValue) -> Option<usize> {
 // `read_document` checks a parsed `Value`.
 
 /// What a tolerant seed made of a field: what the format wants, or the kind found instead.
+#[cfg_attr(test, derive(Debug))]
 enum Slot<T> {
     Missing,
     Got(T),
@@ -1420,6 +1422,7 @@ fn object_start(text: &[u8], key: &str) -> Option<usize> {
 /// `repr` (`null` is absent).
 struct ReprWant;
 
+#[cfg_attr(test, derive(Debug))]
 struct RawRepr<'de> {
     target: Slot<Cow<'de, str>>,
     args: Slot<Cow<'de, str>>,
@@ -1456,6 +1459,7 @@ impl<'de> Want<'de> for ReprWant {
 }
 
 /// One node's fields as parsed (a repeated key keeps its last value).
+#[cfg_attr(test, derive(Debug))]
 struct RawNode<'de> {
     name: Slot<Cow<'de, str>>,
     op: Slot<Cow<'de, str>>,
@@ -1939,17 +1943,17 @@ mod tests {
         );
     }
 
-    struct Rng(u64);
+    pub(super) struct Rng(pub(super) u64);
 
     impl Rng {
-        fn next(&mut self) -> u64 {
+        pub(super) fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
             self.0
         }
 
-        fn below(&mut self, n: usize) -> usize {
+        pub(super) fn below(&mut self, n: usize) -> usize {
             (self.next() % n as u64) as usize
         }
 

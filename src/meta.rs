@@ -104,6 +104,13 @@ impl Meta {
         }
     }
 
+    /// What the reader made: the decoded entries, and the kept text (from the object's
+    /// start to the text's end).
+    #[cfg(test)]
+    pub(crate) fn as_read(&self) -> (&[(Key, PyValue)], Option<&[u8]>) {
+        (&self.entries, self.text.as_ref().map(MetaText::bytes))
+    }
+
     /// `meta.get(key)`.
     pub fn get(&self, key: &str) -> Option<&PyValue> {
         if self.text.is_none() || decoded_on_read(key) {

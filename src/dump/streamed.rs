@@ -97,12 +97,12 @@ fn scan_nested(text: &[u8], start: usize) -> Scan {
     }
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
+pub(super) const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The high bit of the first zero byte of `word` (little-endian) is the lowest bit set, when
 /// there is one: borrows only make false marks above a true zero.
-fn zero_bytes(word: u64) -> u64 {
+pub(super) fn zero_bytes(word: u64) -> u64 {
     word.wrapping_sub(ONES) & !word & HIGHS
 }
 
@@ -162,17 +162,27 @@ fn string_end(text: &[u8], mut i: usize) -> Option<usize> {
 /// text in a few dozen distinct objects. The copies seen last are remembered, a bounded number
 /// ([`KEPT_SHARED`]), so a dump whose objects are all different pays a hash a node.
 pub(super) fn kept_object(text: &[u8]) -> Option<Arc<[u8]>> {
+    keep_shared(|buffer| {
+        if kept_entries(text, buffer).is_none() {
+            buffer.clear();
+            match scan_value(text, 0) {
+                Scan::Done { end, .. } => buffer.extend_from_slice(&text[..end]),
+                _ => return None,
+            }
+        }
+        Some(())
+    })
+}
+
+/// The kept object that `gather` writes into a buffer: a copy at its size, or the one
+/// already made of an equal object ([`kept_object`]). `None` when `gather` gives up.
+pub(super) fn keep_shared(gather: impl FnOnce(&mut Vec<u8>) -> Option<()>) -> Option<Arc<[u8]>> {
     // Gathered in a buffer, then copied out at its size (or shared): a shrinking `realloc`
     // may keep the whole block (mimalloc does unless it halves).
     KEPT.with_borrow_mut(|Kept { buffer, shared }| {
         buffer.clear();
-        let kept = match kept_entries(text, buffer) {
-            Some(()) => buffer.as_slice(),
-            None => match scan_value(text, 0) {
-                Scan::Done { end, .. } => &text[..end],
-                _ => return None,
-            },
-        };
+        gather(buffer)?;
+        let kept = buffer.as_slice();
         if let Some(seen) = shared.get(kept) {
             return Some(seen.clone());
         }
@@ -314,7 +324,7 @@ impl<E: std::fmt::Display> From<E> for Declined {
 
 /// Deeper than this, a value is left to the whole-text reader: serde_json counts its depth
 /// limit (128) from the document, not from the node.
-const MAX_DEPTH: usize = 100;
+pub(super) const MAX_DEPTH: usize = 100;
 
 /// Bytes read from the decompressor at a time (at least).
 const CHUNK: usize = 256 << 10;
@@ -564,6 +574,17 @@ fn read_in_one(
 
 /// Parses the text of one node (a whole JSON value, nothing after it).
 fn parse_node<'t>(text: &'t str, scratch: &DecodeScratch) -> Option<Slot<RawNode<'t>>> {
+    match super::by_hand::parse_node(text, scratch) {
+        Some(node) => Some(Slot::Got(node)),
+        None => parse_node_by_serde(text, scratch),
+    }
+}
+
+/// [`parse_node`] by serde alone: what reads every node the hand parser leaves.
+pub(super) fn parse_node_by_serde<'t>(
+    text: &'t str,
+    scratch: &DecodeScratch,
+) -> Option<Slot<RawNode<'t>>> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let raw = Tolerant(NodeWant {
         scratch,
@@ -854,6 +875,22 @@ fn read_nodes<R: Read>(stream: &mut Stream<R>, nodes: &mut impl Parsed) -> Resul
             _ => return Err(Declined),
         }
     }
+}
+
+/// The text of each node of the dump `bytes` (plain JSON) as this reader finds it; `None`
+/// when it declines the document.
+#[cfg(test)]
+pub(super) fn node_texts(bytes: &[u8]) -> Option<Vec<String>> {
+    struct Texts(Vec<String>);
+    impl Parsed for Texts {
+        fn node(&mut self, text: &str) -> bool {
+            self.0.push(text.to_owned());
+            true
+        }
+    }
+    let mut texts = Texts(Vec::new());
+    read_document(bytes, u64::MAX, &mut texts).ok()?;
+    Some(texts.0)
 }
 
 #[cfg(test)]

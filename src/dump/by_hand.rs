@@ -1,0 +1,752 @@
+//! A node's text parsed by hand, for the shape the exporter writes: an object of the node's
+//! fields, its strings and flags read here, its arguments and decoded metadata values handed
+//! to the same serde seeds as before, each on its own span, and the metadata entries that stay
+//! text checked and gathered in one pass (`streamed::kept_object` and serde's check each
+//! walked them before). At 500k nodes serde's dispatch for the fields, and the two walks of
+//! the kept entries, were about a third of the time spent parsing (docs/performance.md).
+//!
+//! It reads only what it is sure of and gives up (`None`) on anything else: a string with a
+//! `\u` escape of a surrogate, a number serde_json might find out of range, a key written
+//! twice, a field or `repr` key it does not know, a value of the wrong kind, a kept value that
+//! may hold a node reference, anything that is not JSON. The node is then parsed by serde from
+//! its start, as before, which reads or reports it. So on what it accepts it must agree with
+//! serde exactly, and on nothing else (tests below, against serde, on every node of the
+//! conformance dumps and on damaged ones).
+
+use super::streamed::{keep_shared, zero_bytes, HIGHS, MAX_DEPTH, ONES};
+use super::{ArgsWant, KwargsWant, RawNode, RawRepr, Slot, Tolerant};
+use crate::key::Key;
+use crate::meta::{decoded_on_read, Meta, MetaText};
+use crate::value::{Context, DecodeScratch, PyValue, MAX_LIST_LEN};
+use serde::de::DeserializeSeed;
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// The node that `text` holds (a whole JSON value, nothing after it but whitespace), or
+/// `None` to leave it to serde. Nothing of a node given up on stays in `scratch`.
+pub(super) fn parse_node<'t>(text: &'t str, scratch: &DecodeScratch) -> Option<RawNode<'t>> {
+    let refs_before = scratch.meta_refs.get();
+    let mark = scratch.entries_mark();
+    let node = Cursor { text, at: 0 }.node(scratch);
+    if node.is_none() {
+        scratch.truncate_entries(mark);
+        scratch.meta_refs.set(refs_before);
+    }
+    node
+}
+
+/// A metadata entry as the walk found it: its key with its quotes, and its value's span when
+/// it stays text (`None` when it was decoded).
+type KeptEntry = (Range<usize>, Option<Range<usize>>);
+
+struct Cursor<'t> {
+    text: &'t str,
+    at: usize,
+}
+
+impl<'t> Cursor<'t> {
+    fn bytes(&self) -> &'t [u8] {
+        self.text.as_bytes()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes().get(self.at).copied()
+    }
+
+    fn space(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after whitespace, read.
+    fn next(&mut self) -> Option<u8> {
+        self.space();
+        let byte = self.peek()?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    /// Reads `byte` after whitespace, when it is next.
+    fn eat(&mut self, byte: u8) -> bool {
+        self.space();
+        let next = self.peek() == Some(byte);
+        self.at += usize::from(next);
+        next
+    }
+
+    /// `word` (`true`, `false`, `null`), which the caller saw begin.
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.bytes()[self.at..].starts_with(word).then(|| {
+            self.at += word.len();
+        })
+    }
+
+    /// After a value: a `,` (true, another entry follows) or `close` (false).
+    fn more(&mut self, close: u8) -> Option<bool> {
+        match self.next()? {
+            b',' => Some(true),
+            b if b == close => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The node object: its fields in any order, each once.
+    fn node(&mut self, scratch: &DecodeScratch) -> Option<RawNode<'t>> {
+        let mut node = RawNode {
+            name: Slot::Missing,
+            op: Slot::Missing,
+            target: Slot::Missing,
+            args: Slot::Missing,
+            kwargs: Slot::Missing,
+            meta: Slot::Missing,
+            alias: Slot::Missing,
+            impure: Slot::Missing,
+            repr: Slot::Missing,
+        };
+        if !self.eat(b'{') {
+            return None;
+        }
+        if !self.eat(b'}') {
+            loop {
+                let key = self.key()?;
+                if !self.eat(b':') {
+                    return None;
+                }
+                self.space();
+                match key {
+                    "name" => once(&mut node.name, self.text_field()?)?,
+                    "op" => once(&mut node.op, self.text_field()?)?,
+                    "target" => once(&mut node.target, self.text_field()?)?,
+                    "args" => once(&mut node.args, self.args(scratch)?)?,
+                    "kwargs" => once(&mut node.kwargs, self.kwargs(scratch)?)?,
+                    "meta" => once(&mut node.meta, self.meta(scratch)?)?,
+                    "alias" => once(&mut node.alias, self.flag()?)?,
+                    "impure" => once(&mut node.impure, self.flag()?)?,
+                    "repr" => once(&mut node.repr, self.repr()?)?,
+                    _ => return None,
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.space();
+        (self.at == self.text.len()).then_some(node)
+    }
+
+    /// An object's key, with no escapes (whitespace before it skipped).
+    fn key(&mut self) -> Option<&'t str> {
+        self.space();
+        match self.string()? {
+            Cow::Borrowed(key) => Some(key),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// A string field (`name`, `op`, `target`, `repr`'s): a string and nothing else.
+    fn text_field(&mut self) -> Option<Slot<Cow<'t, str>>> {
+        self.string().map(Slot::Got)
+    }
+
+    /// `alias`, `impure`: `true`, `false` or `null`.
+    fn flag(&mut self) -> Option<Slot<Option<bool>>> {
+        let (word, flag): (&[u8], _) = match self.peek()? {
+            b't' => (b"true", Some(true)),
+            b'f' => (b"false", Some(false)),
+            b'n' => (b"null", None),
+            _ => return None,
+        };
+        self.literal(word)?;
+        Some(Slot::Got(flag))
+    }
+
+    /// `args`: `[]` read here, anything else by serde on its span (which it may take).
+    fn args(
+        &mut self,
+        scratch: &DecodeScratch,
+    ) -> Option<Slot<Result<Vec<PyValue>, crate::value::DecodeError>>> {
+        if self.empty(b'[', b']') {
+            return Some(Slot::Got(Ok(Vec::new())));
+        }
+        let span = self.value_span()?;
+        by_serde(&self.text[span], Tolerant(ArgsWant(scratch)))
+    }
+
+    /// `kwargs`: `{}` read here, anything else by serde on its span.
+    fn kwargs(&mut self, scratch: &DecodeScratch) -> Option<Slot<super::RawKwargs>> {
+        if self.empty(b'{', b'}') {
+            return Some(Slot::Got(Default::default()));
+        }
+        let span = self.value_span()?;
+        by_serde(&self.text[span], Tolerant(KwargsWant(scratch)))
+    }
+
+    /// An empty array or object (`open`, whitespace, `close`), read when it is next.
+    fn empty(&mut self, open: u8, close: u8) -> bool {
+        if self.peek() != Some(open) {
+            return false;
+        }
+        let mut i = self.at + 1;
+        while matches!(self.bytes().get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            i += 1;
+        }
+        let empty = self.bytes().get(i) == Some(&close);
+        if empty {
+            self.at = i + 1;
+        }
+        empty
+    }
+
+    /// The span of the JSON value that starts here, checked.
+    fn value_span(&mut self) -> Option<Range<usize>> {
+        let start = self.at;
+        self.skip_value(1)?;
+        Some(start..self.at)
+    }
+
+    /// `meta`: `null`, or an object whose entries [`decoded_on_read`] accepts are decoded (by
+    /// serde, on each value's span) and whose others are checked and kept as text, as
+    /// `MetaWant` does. A kept value that may hold a node reference is left to serde, which
+    /// then decodes the whole object.
+    fn meta(&mut self, scratch: &DecodeScratch) -> Option<Slot<(Meta, usize)>> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(Slot::Got((Meta::new(), 0)));
+        }
+        if !self.eat(b'{') {
+            return None;
+        }
+        let refs_before = scratch.meta_refs.get();
+        let mark = scratch.entries_mark();
+        let mut walked: smallvec::SmallVec<[KeptEntry; 8]> = smallvec::SmallVec::new();
+        let mut left = false;
+        if !self.eat(b'}') {
+            loop {
+                self.space();
+                let key_start = self.at;
+                let key = self.key()?;
+                let key_span = key_start..self.at;
+                if !self.eat(b':') {
+                    return None;
+                }
+                self.space();
+                let value_start = self.at;
+                if decoded_on_read(key) {
+                    self.skip_value(2)?;
+                    let decoded = by_serde(
+                        &self.text[value_start..self.at],
+                        scratch.seed(Context::Meta),
+                    )?;
+                    // Metadata never fails to decode.
+                    scratch.push_entry(Key::from(key), decoded.value.unwrap_or(PyValue::None));
+                    walked.push((key_span, None));
+                } else {
+                    left = true;
+                    if self.skip_value(2)? {
+                        return None;
+                    }
+                    walked.push((key_span, Some(value_start..self.at)));
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        let entries = scratch.take_entries(mark);
+        let text = match left {
+            true => Some(MetaText::Own(keep_shared(|out| {
+                self.gather(&walked, out);
+                Some(())
+            })?)),
+            false => None,
+        };
+        let refs = scratch.meta_refs.get() - refs_before;
+        Some(Slot::Got((Meta::read(entries, text), refs)))
+    }
+
+    /// What `streamed::kept_entries` makes of the walked object: every entry in order, the
+    /// decoded ones with `0` for a value.
+    fn gather(&self, walked: &[KeptEntry], out: &mut Vec<u8>) {
+        let bytes = self.bytes();
+        out.push(b'{');
+        for (i, (key, value)) in walked.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&bytes[key.clone()]);
+            out.push(b':');
+            match value {
+                Some(value) => out.extend_from_slice(&bytes[value.clone()]),
+                None => out.push(b'0'),
+            }
+        }
+        out.push(b'}');
+    }
+
+    /// `repr`: `null`, or an object of `target`, `args` and `kwargs` strings, each once.
+    fn repr(&mut self) -> Option<Slot<Option<RawRepr<'t>>>> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(Slot::Got(None));
+        }
+        if !self.eat(b'{') {
+            return None;
+        }
+        let mut repr = RawRepr {
+            target: Slot::Missing,
+            args: Slot::Missing,
+            kwargs: Slot::Missing,
+        };
+        if !self.eat(b'}') {
+            loop {
+                let key = self.key()?;
+                if !self.eat(b':') {
+                    return None;
+                }
+                self.space();
+                let slot = match key {
+                    "target" => &mut repr.target,
+                    "args" => &mut repr.args,
+                    "kwargs" => &mut repr.kwargs,
+                    _ => return None,
+                };
+                once(slot, self.text_field()?)?;
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        Some(Slot::Got(Some(repr)))
+    }
+
+    /// The string at the cursor (its opening quote), unescaped: borrowed when it holds no
+    /// escape. `None` for what serde_json would refuse (a control character, a bad escape)
+    /// and for a `\u` escape of a surrogate (which serde pairs or refuses).
+    fn string(&mut self) -> Option<Cow<'t, str>> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at + 1;
+        let bytes = self.bytes();
+        let mut i = plain_run(bytes, start)?;
+        if bytes[i] == b'"' {
+            self.at = i + 1;
+            return Some(Cow::Borrowed(&self.text[start..i]));
+        }
+        let mut owned = String::with_capacity(i - start + 16);
+        let mut from = start;
+        loop {
+            // Runs end at a quote, a backslash or a control character, all ASCII: slicing
+            // the text there keeps to character boundaries.
+            owned.push_str(&self.text[from..i]);
+            match bytes[i] {
+                b'"' => {
+                    self.at = i + 1;
+                    return Some(Cow::Owned(owned));
+                }
+                b'\\' => {
+                    let (c, len) = escape(bytes, i)?;
+                    owned.push(c);
+                    from = i + len;
+                }
+                _ => return None,
+            }
+            i = plain_run(bytes, from)?;
+        }
+    }
+
+    /// Skips the string at the cursor, checked as [`Cursor::string`] checks it; whether it
+    /// is `node` (a key that may make its object a node reference).
+    fn skip_string(&mut self) -> Option<bool> {
+        let bytes = self.bytes();
+        let start = self.at + 1;
+        let mut i = start;
+        loop {
+            i = plain_run(bytes, i)?;
+            match bytes[i] {
+                b'"' => {
+                    self.at = i + 1;
+                    return Some(&bytes[start..i] == b"node");
+                }
+                // An escaped `node` is not looked for: a key with an escape is refused.
+                b'\\' => i += escape(bytes, i)?.1,
+                _ => return None,
+            }
+        }
+    }
+
+    /// Skips the value at the cursor, checked so that serde_json would read it as it is
+    /// (`depth` is how deep it is nested in the node); whether an object in it has a `node`
+    /// key. A list longer than the per-value limit is refused, as serde refuses it.
+    fn skip_value(&mut self, depth: usize) -> Option<bool> {
+        match self.peek()? {
+            b'"' => self.skip_string().map(|_| false),
+            b'{' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.at += 1;
+                let mut refs = false;
+                if self.eat(b'}') {
+                    return Some(false);
+                }
+                loop {
+                    self.space();
+                    if self.peek()? != b'"' {
+                        return None;
+                    }
+                    let key_start = self.at;
+                    refs |= self.skip_string()?;
+                    if self.bytes()[key_start..self.at].contains(&b'\\') {
+                        return None;
+                    }
+                    if !self.eat(b':') {
+                        return None;
+                    }
+                    self.space();
+                    refs |= self.skip_value(depth + 1)?;
+                    if !self.more(b'}')? {
+                        return Some(refs);
+                    }
+                }
+            }
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.at += 1;
+                let mut refs = false;
+                if self.eat(b']') {
+                    return Some(false);
+                }
+                let mut len = 0usize;
+                loop {
+                    len += 1;
+                    if len >= MAX_LIST_LEN {
+                        return None;
+                    }
+                    self.space();
+                    refs |= self.skip_value(depth + 1)?;
+                    if !self.more(b']')? {
+                        return Some(refs);
+                    }
+                }
+            }
+            b't' => self.literal(b"true").map(|()| false),
+            b'f' => self.literal(b"false").map(|()| false),
+            b'n' => self.literal(b"null").map(|()| false),
+            b'-' | b'0'..=b'9' => self.number().map(|()| false),
+            _ => None,
+        }
+    }
+
+    /// A JSON number with at most 19 digits before its point and an exponent of at most two
+    /// digits: serde_json reads those without ever finding one out of range (an integer past
+    /// `u64` is read as a float).
+    fn number(&mut self) -> Option<()> {
+        let bytes = self.bytes();
+        let digits_from = |i: usize| {
+            bytes[i..]
+                .iter()
+                .position(|b| !b.is_ascii_digit())
+                .map_or(bytes.len(), |n| i + n)
+        };
+        let mut i = self.at + usize::from(bytes[self.at] == b'-');
+        let int_end = match bytes.get(i)? {
+            b'0' => i + 1,
+            b'1'..=b'9' => digits_from(i),
+            _ => return None,
+        };
+        let digits = int_end - i;
+        i = int_end;
+        if bytes.get(i) == Some(&b'.') {
+            let end = digits_from(i + 1);
+            if end == i + 1 {
+                return None;
+            }
+            i = end;
+        }
+        if matches!(bytes.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(bytes.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let end = digits_from(i);
+            if end == i || end - i > 2 {
+                return None;
+            }
+            i = end;
+        }
+        if digits > 19 {
+            return None;
+        }
+        self.at = i;
+        Some(())
+    }
+}
+
+/// Sets a field not set before; `None` for a key written twice (serde keeps the last).
+fn once<T>(slot: &mut Slot<T>, value: Slot<T>) -> Option<()> {
+    match slot {
+        Slot::Missing => {
+            *slot = value;
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// `seed` on `text`, which must be one whole value (it was checked by [`Cursor::skip_value`]).
+fn by_serde<'t, S: DeserializeSeed<'t>>(text: &'t str, seed: S) -> Option<S::Value> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = seed.deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    Some(value)
+}
+
+/// The first position from `i` that holds a quote, a backslash or a control character,
+/// eight bytes at a time.
+fn plain_run(bytes: &[u8], mut i: usize) -> Option<usize> {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // Bytes under 0x20 (a borrow only marks above a true mark; bytes from 0x80 have
+        // their high bit set and are not marked).
+        let control = word.wrapping_sub(0x20 * ONES) & !word & HIGHS;
+        let marks = zero_bytes(word ^ (b'"' as u64 * ONES))
+            | zero_bytes(word ^ (b'\\' as u64 * ONES))
+            | control;
+        if marks != 0 {
+            return Some(i + marks.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    bytes
+        .get(i..)?
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|at| i + at)
+}
+
+/// The escape at `i` (its backslash): the character and the escape's length. `None` for an
+/// escape JSON does not have, and for a `\u` escape of a surrogate.
+fn escape(bytes: &[u8], i: usize) -> Option<(char, usize)> {
+    let c = match bytes.get(i + 1)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let hex = std::str::from_utf8(bytes.get(i + 2..i + 6)?).ok()?;
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            // A surrogate is `None` here.
+            return Some((char::from_u32(u32::from_str_radix(hex, 16).ok()?)?, 6));
+        }
+        _ => return None,
+    };
+    Some((c, 2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::streamed::{node_texts, parse_node_by_serde};
+    use super::super::tests::Rng;
+    use super::super::{RawNode, Slot};
+    use crate::value::DecodeScratch;
+
+    /// Everything a parse made of a node, the metadata as read (decoded entries and kept
+    /// bytes, not the map they make), and the node references its metadata counted.
+    fn describe(node: &Slot<RawNode>, scratch: &DecodeScratch) -> String {
+        let Slot::Got(node) = node else {
+            return format!("{node:?}");
+        };
+        let meta = match &node.meta {
+            Slot::Got((meta, refs)) => {
+                let (entries, text) = meta.as_read();
+                let text = text.map(String::from_utf8_lossy);
+                format!("{entries:?} {text:?} {refs}")
+            }
+            Slot::Missing => "missing".into(),
+            Slot::Wrong(kind) => format!("wrong {kind:?}"),
+        };
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} meta {meta} {:?} {:?} {:?} refs {}",
+            node.name,
+            node.op,
+            node.target,
+            node.args,
+            node.kwargs,
+            node.alias,
+            node.impure,
+            node.repr,
+            scratch.meta_refs.get()
+        )
+    }
+
+    /// The hand parser, where it reads `text`, reads it as serde does. Whether it did.
+    fn agrees(text: &str) -> bool {
+        let (hand, serde) = (DecodeScratch::default(), DecodeScratch::default());
+        let Some(by_hand) = super::parse_node(text, &hand) else {
+            return false;
+        };
+        let by_hand = describe(&Slot::Got(by_hand), &hand);
+        let by_serde = match parse_node_by_serde(text, &serde) {
+            Some(node) => describe(&node, &serde),
+            None => "no node: serde refuses it".into(),
+        };
+        assert_eq!(by_hand, by_serde, "the parsers disagree on {text}");
+        true
+    }
+
+    fn stored_dumps() -> Vec<Vec<u8>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for dir in [
+            root.join("tests/fixtures/reader"),
+            root.join("../shared/conformance/cases"),
+        ] {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                files.push(match path.is_dir() {
+                    true => path.join("dump.json"),
+                    false => path,
+                });
+            }
+        }
+        files.sort();
+        let mut dumps: Vec<Vec<u8>> = files.iter().filter_map(|f| std::fs::read(f).ok()).collect();
+        let synthetic = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(3000));
+        dumps.push(synthetic.into_bytes());
+        dumps
+    }
+
+    #[test]
+    fn reads_the_nodes_of_stored_dumps_as_serde_does() {
+        let (mut nodes, mut read) = (0, 0);
+        for dump in stored_dumps() {
+            for text in node_texts(&dump).unwrap_or_default() {
+                nodes += 1;
+                read += usize::from(agrees(&text));
+            }
+        }
+        // Real dumps are what it is for: it must read nearly all of their nodes.
+        assert!(nodes > 15_000, "stored dumps missing: {nodes} nodes");
+        assert!(
+            read * 100 >= nodes * 97,
+            "read {read} of {nodes} nodes by hand"
+        );
+    }
+
+    #[test]
+    fn damaged_nodes_are_read_as_serde_does_or_left_to_it() {
+        let mut texts: Vec<String> = stored_dumps()
+            .iter()
+            .flat_map(|dump| node_texts(dump).unwrap_or_default())
+            .collect();
+        texts.sort();
+        texts.dedup();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let noise: &[&[u8]] = &[
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b",",
+            b":",
+            b"\"",
+            b"\\",
+            b" ",
+            b"0",
+            b"-",
+            b"1e400",
+            b".5",
+            b"e",
+            b"true",
+            b"null",
+            b"\\u00e9",
+            b"\\ud800",
+            b"\\n",
+            b"\x01",
+            b"\"node\"",
+            b"\xc3\xa9",
+            b"\"name\": \"x\", ",
+            b"\"meta\": {}, ",
+            b"99999999999999999999",
+            b"[[[[",
+            b"]]]]",
+        ];
+        let mut read = 0;
+        for _ in 0..60_000 {
+            let text = texts[rng.below(texts.len())].as_bytes();
+            let mut bytes = text.to_vec();
+            for _ in 0..=rng.below(3) {
+                let at = rng.below(bytes.len() + 1);
+                let piece = noise[rng.below(noise.len())];
+                match rng.below(3) {
+                    0 => {
+                        bytes.splice(at..at, piece.iter().copied());
+                    }
+                    1 => {
+                        let end = (at + 1 + rng.below(4)).min(bytes.len());
+                        bytes.drain(at.min(end)..end);
+                    }
+                    _ => {
+                        let end = (at + piece.len()).min(bytes.len());
+                        bytes.splice(at.min(end)..end, piece.iter().copied());
+                    }
+                }
+            }
+            if let Ok(text) = std::str::from_utf8(&bytes) {
+                read += usize::from(agrees(text));
+            }
+        }
+        // Damage leaves many nodes readable (a changed name, number or kept value).
+        assert!(read > 5_000, "only {read} damaged nodes read by hand");
+    }
+
+    #[test]
+    fn what_serde_reads_otherwise_is_left_to_it() {
+        let node = |fields: &str| format!(r#"{{"name": "n", "op": "call_function", {fields}}}"#);
+        let read = |text: &str| agrees(text);
+        // Read by hand.
+        for fields in [
+            r#""target": "t\u00e9\n\"q\"\\", "args": [], "kwargs": {}"#,
+            r#""target": "t", "args": [1, -0, 2.5e-3, "s", {"node": "n"}], "kwargs": {"k": [1]}"#,
+            r#""target": "t", "meta": {"val": {"a": [1, {"b": null}], "c": "\/"}, "param_name": "p"}"#,
+            r#""target": "t", "meta": {}, "alias": null, "impure": false, "repr": null"#,
+            r#""target": "t", "meta": null, "repr": {"args": "(a, 'b')", "target": "x"}"#,
+            r#""target": "t", "meta": {"stack_trace": "File \"a.py\", line 1\n"}"#,
+        ] {
+            assert!(read(&node(fields)), "not read by hand: {fields}");
+        }
+        // Left to serde: what it reads another way (the last of a repeated key, an escaped
+        // key, a node reference in a kept value, a surrogate pair), what it may find out of
+        // range, and what it refuses.
+        for fields in [
+            r#""target": "t", "target": "u""#,
+            r#""targ\u0065t": "t""#,
+            r#""target": "t", "meta": {"val": {"node": "n"}}"#,
+            r#""target": "t", "meta": {"val": [{"no\u0064e": "n"}]}"#,
+            r#""target": "\ud83d\ude00""#,
+            r#""target": "t", "meta": {"val": 1e400}"#,
+            r#""target": "t", "meta": {"val": 123456789012345678901234567890}"#,
+            r#""target": "t", "meta": {"val": 01}"#,
+            r#""target": "t", "meta": {"val": [1,]}"#,
+            r#""target": "t", "other": 1"#,
+            r#""target": "t", "repr": {"other": "x"}"#,
+            r#""target": 1"#,
+            r#""target": "t", "alias": 0"#,
+            "\"target\": \"t\u{1}\"",
+        ] {
+            assert!(!read(&node(fields)), "read by hand: {fields}");
+        }
+        assert!(!read(r#"{"name": "n"} x"#));
+        assert!(!read(r#"[1]"#));
+    }
+}
