@@ -530,13 +530,7 @@ pub(crate) fn decode_at(
         J::Null => PyValue::None,
         J::Bool(b) => PyValue::Bool(b),
         J::Number(n) => number(&n),
-        J::String(s) => {
-            if context == Context::Meta && TORCH_DTYPES.contains(&s.as_str()) {
-                PyValue::Dtype(s)
-            } else {
-                PyValue::Str(s)
-            }
-        }
+        J::String(s) => text_value(context, s),
         J::Array(items) => {
             if items.len() > MAX_LIST_LEN {
                 return Err(DecodeError {
@@ -969,6 +963,15 @@ impl<'de> de::Visitor<'de> for ScanSeed {
     }
 }
 
+/// A JSON string decoded in `context`: in metadata, the text of a `torch.dtype` is a dtype.
+pub(crate) fn text_value(context: Context, s: String) -> PyValue {
+    if context == Context::Meta && s.starts_with("torch.") && TORCH_DTYPES.contains(&s.as_str()) {
+        PyValue::Dtype(s)
+    } else {
+        PyValue::Str(s)
+    }
+}
+
 /// Decodes one dump value in `context` as [`PyValue::decode`] does.
 #[derive(Clone, Copy)]
 pub(crate) struct DecodeSeed<'a> {
@@ -1048,15 +1051,7 @@ fn prefixed(segment: String, e: DecodeError) -> DecodeError {
 
 impl DecodeSeed<'_> {
     fn string(self, s: String) -> Decoded {
-        let value = if self.context == Context::Meta
-            && s.starts_with("torch.")
-            && TORCH_DTYPES.contains(&s.as_str())
-        {
-            PyValue::Dtype(s)
-        } else {
-            PyValue::Str(s)
-        };
-        Decoded::ok(value, Kind::Str)
+        Decoded::ok(text_value(self.context, s), Kind::Str)
     }
 
     /// `decode_single` for an object whose only key is `key`.

@@ -17,7 +17,7 @@ use super::streamed::{keep_shared, zero_bytes, HIGHS, MAX_DEPTH, ONES};
 use super::{ArgsWant, KwargsWant, RawNode, RawRepr, Slot, Tolerant};
 use crate::key::Key;
 use crate::meta::{decoded_on_read, Meta, MetaText};
-use crate::value::{Context, DecodeScratch, PyValue, MAX_LIST_LEN};
+use crate::value::{text_value, Context, DecodeScratch, NodeRef, PyValue, MAX_LIST_LEN};
 use serde::de::DeserializeSeed;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -161,16 +161,128 @@ impl<'t> Cursor<'t> {
         Some(Slot::Got(flag))
     }
 
-    /// `args`: `[]` read here, anything else by serde on its span (which it may take).
+    /// `args`: an array of the values [`Cursor::decode`] reads, read here; anything else by
+    /// serde on its span.
     fn args(
         &mut self,
         scratch: &DecodeScratch,
     ) -> Option<Slot<Result<Vec<PyValue>, crate::value::DecodeError>>> {
-        if self.empty(b'[', b']') {
-            return Some(Slot::Got(Ok(Vec::new())));
+        let start = self.at;
+        if self.peek()? == b'[' {
+            if let Some(PyValue::List(items)) = self.decode(Context::Args, scratch, 1) {
+                return Some(Slot::Got(Ok(items)));
+            }
+            self.at = start;
         }
         let span = self.value_span()?;
         by_serde(&self.text[span], Tolerant(ArgsWant(scratch)))
+    }
+
+    /// A metadata value that is decoded: by [`Cursor::decode`], or by serde on its span.
+    fn meta_value(&mut self, scratch: &DecodeScratch) -> Option<PyValue> {
+        let (start, refs) = (self.at, scratch.meta_refs.get());
+        if let Some(value) = self.decode(Context::Meta, scratch, 2) {
+            return Some(value);
+        }
+        self.at = start;
+        scratch.meta_refs.set(refs);
+        self.skip_value(2)?;
+        let decoded = by_serde(&self.text[start..self.at], scratch.seed(Context::Meta))?;
+        // Metadata never fails to decode.
+        Some(decoded.value.unwrap_or(PyValue::None))
+    }
+
+    /// The value at the cursor decoded as `DecodeSeed` decodes it in `context`, when it is
+    /// made of what most values are (`null`, booleans, integers, strings, lists, a node
+    /// reference); `None` for anything else (a float, any other object), which serde decodes.
+    fn decode(
+        &mut self,
+        context: Context,
+        scratch: &DecodeScratch,
+        depth: usize,
+    ) -> Option<PyValue> {
+        match self.peek()? {
+            b'"' => Some(text_value(context, self.string()?.into_owned())),
+            b't' => self.literal(b"true").map(|()| PyValue::Bool(true)),
+            b'f' => self.literal(b"false").map(|()| PyValue::Bool(false)),
+            b'n' => self.literal(b"null").map(|()| PyValue::None),
+            b'-' | b'0'..=b'9' => self.integer().map(PyValue::int),
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.at += 1;
+                let mut items: smallvec::SmallVec<[PyValue; 4]> = smallvec::SmallVec::new();
+                if !self.eat(b']') {
+                    loop {
+                        // Where `DecodeSeed::visit_seq` stops.
+                        if items.len() == MAX_LIST_LEN {
+                            return None;
+                        }
+                        self.space();
+                        items.push(self.decode(context, scratch, depth + 1)?);
+                        if !self.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+                // At its length: `SmallVec::into_vec` keeps the inline capacity (a list of
+                // two took room for four, 80 bytes a node at 500k nodes).
+                let mut list = Vec::with_capacity(items.len());
+                list.extend(items);
+                Some(PyValue::List(list))
+            }
+            b'{' => {
+                // `{"node": name}`, and no other object.
+                self.at += 1;
+                if self.key()? != "node" || !self.eat(b':') {
+                    return None;
+                }
+                self.space();
+                let name = self.string()?;
+                if self.more(b'}')? {
+                    return None;
+                }
+                if context == Context::Meta {
+                    scratch.meta_refs.set(scratch.meta_refs.get() + 1);
+                }
+                Some(PyValue::Node(NodeRef {
+                    name: name.into_owned().into(),
+                    index: None,
+                }))
+            }
+            _ => None,
+        }
+    }
+
+    /// An integer as serde_json reads it: `None` for a float (a fraction, an exponent, `-0`,
+    /// a negative integer past `i64`), for more digits than `u64` always holds, and for what
+    /// is not a number.
+    fn integer(&mut self) -> Option<i128> {
+        let bytes = self.bytes();
+        let negative = bytes[self.at] == b'-';
+        let start = self.at + usize::from(negative);
+        let end = bytes[start..]
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .map_or(bytes.len(), |n| start + n);
+        let digits = &bytes[start..end];
+        let fits = if negative { 18 } else { 19 };
+        if digits.is_empty()
+            || digits.len() > fits
+            || (digits[0] == b'0' && digits.len() > 1)
+            || matches!(bytes.get(end), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        let value = digits
+            .iter()
+            .fold(0i128, |n, d| n * 10 + i128::from(d - b'0'));
+        if negative && value == 0 {
+            return None;
+        }
+        self.at = end;
+        Some(if negative { -value } else { value })
     }
 
     /// `kwargs`: `{}` read here, anything else by serde on its span.
@@ -233,13 +345,8 @@ impl<'t> Cursor<'t> {
                 self.space();
                 let value_start = self.at;
                 if decoded_on_read(key) {
-                    self.skip_value(2)?;
-                    let decoded = by_serde(
-                        &self.text[value_start..self.at],
-                        scratch.seed(Context::Meta),
-                    )?;
-                    // Metadata never fails to decode.
-                    scratch.push_entry(Key::from(key), decoded.value.unwrap_or(PyValue::None));
+                    let value = self.meta_value(scratch)?;
+                    scratch.push_entry(Key::from(key), value);
                     walked.push((key_span, None));
                 } else {
                     left = true;
@@ -558,7 +665,7 @@ mod tests {
     use super::super::streamed::{node_texts, parse_node_by_serde};
     use super::super::tests::Rng;
     use super::super::{RawNode, Slot};
-    use crate::value::DecodeScratch;
+    use crate::value::{DecodeScratch, PyValue};
 
     /// Everything a parse made of a node, the metadata as read (decoded entries and kept
     /// bytes, not the map they make), and the node references its metadata counted.
@@ -589,12 +696,26 @@ mod tests {
         )
     }
 
+    fn at_length(value: &PyValue) -> bool {
+        match value {
+            PyValue::List(items) => items.capacity() == items.len() && items.iter().all(at_length),
+            _ => true,
+        }
+    }
+
     /// The hand parser, where it reads `text`, reads it as serde does. Whether it did.
     fn agrees(text: &str) -> bool {
         let (hand, serde) = (DecodeScratch::default(), DecodeScratch::default());
         let Some(by_hand) = super::parse_node(text, &hand) else {
             return false;
         };
+        // Lists are held at their length, as serde's are: the reader keeps millions.
+        if let Slot::Got(Ok(args)) = &by_hand.args {
+            assert!(
+                args.iter().all(at_length),
+                "a list with room to spare: {text}"
+            );
+        }
         let by_hand = describe(&Slot::Got(by_hand), &hand);
         let by_serde = match parse_node_by_serde(text, &serde) {
             Some(node) => describe(&node, &serde),
@@ -653,6 +774,11 @@ mod tests {
         texts.dedup();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let noise: &[&[u8]] = &[
+            b"-0",
+            b"1.5",
+            b"-12",
+            b"{\"node\": \"n\"}",
+            b"\"torch.float32\"",
             b"{",
             b"}",
             b"[",
@@ -722,6 +848,14 @@ mod tests {
             r#""target": "t", "meta": {}, "alias": null, "impure": false, "repr": null"#,
             r#""target": "t", "meta": null, "repr": {"args": "(a, 'b')", "target": "x"}"#,
             r#""target": "t", "meta": {"stack_trace": "File \"a.py\", line 1\n"}"#,
+            // Decoded metadata values: a dtype's text is a dtype there, a node reference is
+            // counted.
+            r#""target": "t", "meta": {"fsdp_dtype": "torch.float32", "custom": [-12, 0, true]}"#,
+            r#""target": "t", "meta": {"comm_group": [{"node": "a"}, ["x", null]], "val": 1}"#,
+            r#""target": "t", "args": [[{"node": "a"}, "torch.float32"], -9, 0, false, null]"#,
+            // Arguments serde decodes (floats, `-0`, objects other than a node reference).
+            r#""target": "t", "args": [1.5, -0, -9999999999999999999, {"tensor": 1}]"#,
+            r#""target": "t", "meta": {"custom": {"a": 1.5}, "fsdp_x": -0}"#,
         ] {
             assert!(read(&node(fields)), "not read by hand: {fields}");
         }
