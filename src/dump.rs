@@ -1128,23 +1128,6 @@ enum Slot<T> {
     Wrong(Kind),
 }
 
-#[cfg(not(target_arch = "wasm32"))]
-impl<T> Slot<T> {
-    fn map<U>(self, f: impl FnOnce(T) -> U) -> Slot<U> {
-        match self {
-            Slot::Missing => Slot::Missing,
-            Slot::Got(value) => Slot::Got(f(value)),
-            Slot::Wrong(kind) => Slot::Wrong(kind),
-        }
-    }
-}
-
-/// A borrowed string field, copied.
-#[cfg(not(target_arch = "wasm32"))]
-fn owned_text(text: Slot<Cow<'_, str>>) -> Slot<Cow<'static, str>> {
-    text.map(|t| Cow::Owned(t.into_owned()))
-}
-
 /// What a tolerant seed accepts; everything else is parsed, dropped and recorded as its kind.
 trait Want<'de>: Sized {
     type Out;
@@ -1470,30 +1453,6 @@ struct RawNode<'de> {
     alias: Slot<Option<bool>>,
     impure: Slot<Option<bool>>,
     repr: Slot<Option<RawRepr<'de>>>,
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-impl RawNode<'_> {
-    /// The node with the text it borrows copied, for a thread that outlives that text.
-    fn into_owned(self) -> RawNode<'static> {
-        RawNode {
-            name: owned_text(self.name),
-            op: owned_text(self.op),
-            target: owned_text(self.target),
-            args: self.args,
-            kwargs: self.kwargs,
-            meta: self.meta,
-            alias: self.alias,
-            impure: self.impure,
-            repr: self.repr.map(|repr| {
-                repr.map(|r| RawRepr {
-                    target: owned_text(r.target),
-                    args: owned_text(r.args),
-                    kwargs: owned_text(r.kwargs),
-                })
-            }),
-        }
-    }
 }
 
 struct NodeWant<'s> {
