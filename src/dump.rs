@@ -1455,6 +1455,35 @@ struct RawNode<'de> {
     repr: Slot<Option<RawRepr<'de>>>,
 }
 
+impl RawNode<'_> {
+    /// Writes the node's signature record as [`crate::signature::SignatureHasher::add`]
+    /// writes it once the node is checked, when that needs no check: the node has a name and
+    /// a `repr`, whose strings the record takes as they are. False, writing nothing,
+    /// otherwise. (A node that then fails its checks ends the read, record and all.)
+    #[cfg(not(target_arch = "wasm32"))]
+    fn write_record(&self, out: &mut String) -> bool {
+        let (Slot::Got(name), Slot::Got(Some(repr))) = (&self.name, &self.repr) else {
+            return false;
+        };
+        let (Slot::Got(target), Slot::Got(args), Slot::Got(kwargs)) =
+            (&repr.target, &repr.args, &repr.kwargs)
+        else {
+            return false;
+        };
+        let no_meta;
+        let meta = match &self.meta {
+            Slot::Got((meta, _)) => meta,
+            Slot::Missing => {
+                no_meta = Meta::new();
+                &no_meta
+            }
+            Slot::Wrong(_) => return false,
+        };
+        crate::signature::write_record(out, name, [target, args, kwargs], meta);
+        true
+    }
+}
+
 struct NodeWant<'s> {
     scratch: &'s DecodeScratch,
     text: NodeText<'s>,
@@ -1533,7 +1562,8 @@ impl ParsedNodes {
         }
     }
 
-    /// Checks node `i` as parsed and takes it, handing it to `sink`. False when it broke a
+    /// Checks node `i` as parsed and takes it, handing it to `sink`, and adds its signature
+    /// record unless it was `hashed` (written where it was parsed). False when it broke a
     /// rule (kept in `error`): the rest is then only parsed.
     fn take(
         &mut self,
@@ -1541,6 +1571,7 @@ impl ParsedNodes {
         raw: Slot<RawNode<'_>>,
         targets: &mut Targets,
         sink: &mut dyn NodeSink,
+        hashed: bool,
     ) -> bool {
         let lookup = |name: &str| self.index.find(&self.nodes, name);
         match check_node(i, raw, &lookup, targets) {
@@ -1564,7 +1595,9 @@ impl ParsedNodes {
                         // Hashed now, while the node is in cache (references in its metadata
                         // print as names, resolved or not).
                         let node = &self.nodes[i];
-                        self.signature.add(node);
+                        if !hashed {
+                            self.signature.add(node);
+                        }
                         sink.node(i, node);
                         if meta_refs > 0 {
                             self.with_meta_refs.push(i);
@@ -1597,7 +1630,7 @@ impl<'de> Want<'de> for NodesWant<'_> {
             text: NodeText::Document(self.text),
         };
         while let Some(raw) = seq.next_element_seed(Tolerant(want()))? {
-            if !parsed.take(i, raw, &mut targets, self.sink) {
+            if !parsed.take(i, raw, &mut targets, self.sink, false) {
                 skip_seq(&mut seq)?;
                 break;
             }

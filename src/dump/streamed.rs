@@ -613,12 +613,16 @@ enum Batch {
 
 /// Nodes parsed on the reading thread, with the text their strings borrow: handed over
 /// together, the strings are not copied to be sent (the copies, and freeing them on the
-/// other thread, were 7% of a `plan` run at 500k nodes).
+/// other thread, were 7% of a `plan` run at 500k nodes). Their signature records are written
+/// here too, which leaves the checking thread (the busier) only to hash them.
 #[cfg(not(target_arch = "wasm32"))]
 struct ParsedBatch {
     /// Borrowing `text` (their lifetime is not `'static`; see [`ParsedBatch::parse`]).
     /// Declared first, so dropped first.
     nodes: Vec<Slot<RawNode<'static>>>,
+    /// The nodes' signature records, `", "` between them; `None` when one could not be
+    /// written before the node is checked (`RawNode::write_record`).
+    records: Option<String>,
     text: String,
 }
 
@@ -628,26 +632,49 @@ impl ParsedBatch {
     /// not parse.
     fn parse(text: String, ends: &[usize], scratch: &DecodeScratch) -> Option<ParsedBatch> {
         let mut nodes = Vec::with_capacity(ends.len());
+        let mut records = Some(String::with_capacity(text.len() / 2));
         let mut start = 0;
         for &end in ends {
             let raw = parse_node(&text[start..end], scratch)?;
+            if let Some(out) = &mut records {
+                if !out.is_empty() {
+                    out.push_str(", ");
+                }
+                let written = matches!(&raw, Slot::Got(node) if node.write_record(out));
+                if !written {
+                    records = None;
+                }
+            }
             // SAFETY: `raw` borrows the bytes `text` holds on the heap. They do not move when
             // `text` does, and are neither changed nor freed while the nodes live: `text` is
             // not touched again, it is dropped after `nodes`, and `take_all` hands each node
-            // out for one call of a closure that accepts any lifetime, so it keeps nothing
-            // borrowed.
+            // to `Take::take`, which accepts any lifetime, so it keeps nothing borrowed.
             let raw =
                 unsafe { std::mem::transmute::<Slot<RawNode<'_>>, Slot<RawNode<'static>>>(raw) };
             nodes.push(raw);
             start = end;
         }
-        Some(ParsedBatch { nodes, text })
+        Some(ParsedBatch {
+            nodes,
+            records,
+            text,
+        })
     }
 
-    /// Hands each node to `take`, in order, until it returns false; whether all were taken.
-    fn take_all(self, mut take: impl FnMut(Slot<RawNode<'_>>) -> bool) -> bool {
-        let ParsedBatch { nodes, text } = self;
-        let taken = nodes.into_iter().all(&mut take);
+    /// Hands each node to `take`, in order, until one breaks a rule, and then the records;
+    /// whether all were taken.
+    fn take_all(self, take: &mut Take<'_>) -> bool {
+        let ParsedBatch {
+            nodes,
+            records,
+            text,
+        } = self;
+        let count = nodes.len();
+        let hashed = records.is_some();
+        let taken = nodes.into_iter().all(|raw| take.take(raw, hashed));
+        if let (true, Some(records)) = (taken, &records) {
+            take.parsed.signature.add_written(records, count);
+        }
         drop(text);
         taken
     }
@@ -691,7 +718,7 @@ fn read_in_two(
         for batch in &receive {
             waiting.fetch_sub(1, Ordering::Relaxed);
             taken = match batch {
-                Batch::Parsed(batch) => batch.take_all(|raw| take.take(raw)),
+                Batch::Parsed(batch) => batch.take_all(&mut take),
                 Batch::Texts { text, ends } => {
                     let mut start = 0;
                     ends.into_iter().all(|end| {
@@ -741,11 +768,12 @@ impl<'s> Take<'s> {
         }
     }
 
-    /// Checks the next node, parsed; false when it broke a rule.
-    fn take(&mut self, raw: Slot<RawNode<'_>>) -> bool {
+    /// Checks the next node, parsed (its signature record already added when `hashed`);
+    /// false when it broke a rule.
+    fn take(&mut self, raw: Slot<RawNode<'_>>, hashed: bool) -> bool {
         let taken = self
             .parsed
-            .take(self.next, raw, &mut self.targets, self.sink);
+            .take(self.next, raw, &mut self.targets, self.sink, hashed);
         self.next += 1;
         taken
     }
@@ -763,7 +791,7 @@ impl<'s> Take<'s> {
 impl Parsed for Take<'_> {
     fn node(&mut self, text: &str) -> bool {
         match parse_node(text, &self.scratch) {
-            Some(raw) => self.take(raw),
+            Some(raw) => self.take(raw, false),
             None => false,
         }
     }
@@ -982,24 +1010,43 @@ mod tests {
     #[test]
     fn two_threads_read_what_one_reads() {
         let spec = crate::synth::SynthSpec::with_nodes(12 * super::BATCH * super::IN_FLIGHT);
-        let text = crate::synth::synthetic_dump(spec).into_bytes();
-        let mut one_order = Order(Vec::new());
-        let one = super::read_in_one(&text[..], text.len(), &mut one_order).expect("one");
-        let whole = crate::dump::read_text_into(text.clone(), &mut ()).expect("whole");
-        assert!(one.nodes.len() > 10 * super::BATCH * super::IN_FLIGHT);
-        let one_text = format!("{one:?}");
-        assert_eq!(one_text, format!("{whole:?}"));
-        for give_text_below in [0, 1, usize::MAX] {
-            let mut order = Order(Vec::new());
-            let two = super::read_in_two(&text[..], text.len(), &mut order, give_text_below)
-                .expect("two");
-            assert_eq!(
-                format!("{two:?}"),
-                one_text,
-                "give_text_below {give_text_below}"
-            );
-            assert_eq!(two.signature, one.signature);
-            assert_eq!(order.0, one_order.0);
+        let text = crate::synth::synthetic_dump(spec);
+        // Some nodes without a `repr`: the checking thread writes the signature records of
+        // their batches.
+        let mut stripped = 0;
+        let without_repr: String = text
+            .lines()
+            .enumerate()
+            .map(|(i, line)| match (i % 997, line.find(", \"repr\": {")) {
+                (0, Some(at)) => {
+                    stripped += 1;
+                    let end = line.rfind('}').expect("a node's line");
+                    format!("{}{}\n", &line[..at], &line[end..])
+                }
+                _ => format!("{line}\n"),
+            })
+            .collect();
+        assert!(stripped > 10);
+        for text in [text.into_bytes(), without_repr.into_bytes()] {
+            let mut one_order = Order(Vec::new());
+            let one = super::read_in_one(&text[..], text.len(), &mut one_order).expect("one");
+            let whole = crate::dump::read_text_into(text.clone(), &mut ()).expect("whole");
+            assert!(one.nodes.len() > 10 * super::BATCH * super::IN_FLIGHT);
+            let one_text = format!("{one:?}");
+            assert_eq!(one_text, format!("{whole:?}"));
+            assert!(one.signature.is_some());
+            for give_text_below in [0, 1, usize::MAX] {
+                let mut order = Order(Vec::new());
+                let two = super::read_in_two(&text[..], text.len(), &mut order, give_text_below)
+                    .expect("two");
+                assert_eq!(
+                    format!("{two:?}"),
+                    one_text,
+                    "give_text_below {give_text_below}"
+                );
+                assert_eq!(two.signature, one.signature);
+                assert_eq!(order.0, one_order.0);
+            }
         }
     }
 
