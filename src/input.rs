@@ -435,6 +435,19 @@ fn starts_with_an_object(mut reader: impl std::io::Read) -> std::io::Result<bool
         == Some(&b'{'))
 }
 
+/// A dump given as bytes. Plain text is read as a file is, a piece at a time as it is parsed
+/// (`dump::read_streamed_into`: its nodes parsed by hand, the text not kept whole), and a
+/// dump that reader declines is read whole, which says what is wrong; gzip is read as it
+/// decompresses (`dump::read_cow_into`).
+fn read_dump_bytes(bytes: Cow<'_, [u8]>, sink: &mut dyn NodeSink) -> Result<Dump, InputError> {
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        if let Some(dump) = dump::read_streamed_into(&bytes[..], bytes.len(), sink) {
+            return Ok(dump);
+        }
+    }
+    Ok(dump::read_cow_into(bytes, sink)?)
+}
+
 /// Reads the chosen graph as a dump. For a trace log, `warnings` holds what the log could
 /// not say (group ranks, cut annotations).
 pub fn read<'a>(input: impl Into<Input<'a>>, graph: Option<usize>) -> Result<Dump, InputError> {
@@ -449,7 +462,7 @@ pub fn read<'a>(input: impl Into<Input<'a>>, graph: Option<usize>) -> Result<Dum
     match format {
         Format::Dump => {
             check_dump_choice(graph)?;
-            Ok(dump::read_cow_into(bytes, &mut ())?)
+            read_dump_bytes(bytes, &mut ())
         }
         Format::TraceLog => {
             let log = TraceLog::scan(&bytes);
@@ -488,7 +501,7 @@ pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(
         Format::Dump => {
             check_dump_choice(graph)?;
             Ok(crate::planner::prepare_while_reading(
-                |sink| dump::read_cow_into(bytes, sink),
+                |sink| read_dump_bytes(bytes, sink),
                 &mut (),
             )?)
         }
@@ -537,7 +550,7 @@ pub fn graphs<'a>(input: impl Into<Input<'a>>) -> Result<Vec<GraphSummary>, Inpu
     };
     let (format, bytes) = detect(bytes)?;
     match format {
-        Format::Dump => Ok(vec![dump_summary(dump::read_cow_into(bytes, &mut ())?)]),
+        Format::Dump => Ok(vec![dump_summary(read_dump_bytes(bytes, &mut ())?)]),
         Format::TraceLog => {
             let log = TraceLog::scan(&bytes);
             if log.is_empty() {
