@@ -1456,6 +1456,21 @@ struct RawNode<'de> {
 }
 
 impl RawNode<'_> {
+    /// A node with no field read yet.
+    fn missing() -> Self {
+        RawNode {
+            name: Slot::Missing,
+            op: Slot::Missing,
+            target: Slot::Missing,
+            args: Slot::Missing,
+            kwargs: Slot::Missing,
+            meta: Slot::Missing,
+            alias: Slot::Missing,
+            impure: Slot::Missing,
+            repr: Slot::Missing,
+        }
+    }
+
     /// Writes the node's signature record as [`crate::signature::SignatureHasher::add`]
     /// writes it once the node is checked, when that needs no check: the node has a name and
     /// a `repr`, whose strings the record takes as they are. False, writing nothing,
@@ -1493,17 +1508,7 @@ impl<'de> Want<'de> for NodeWant<'_> {
     type Out = RawNode<'de>;
 
     fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot<Self::Out>, A::Error> {
-        let mut node = RawNode {
-            name: Slot::Missing,
-            op: Slot::Missing,
-            target: Slot::Missing,
-            args: Slot::Missing,
-            kwargs: Slot::Missing,
-            meta: Slot::Missing,
-            alias: Slot::Missing,
-            impure: Slot::Missing,
-            repr: Slot::Missing,
-        };
+        let mut node = RawNode::missing();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             match key.as_ref() {
                 "name" => node.name = map.next_value_seed(Tolerant(TextWant))?,

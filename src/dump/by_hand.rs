@@ -93,17 +93,7 @@ impl<'t> Cursor<'t> {
 
     /// The node object: its fields in any order, each once.
     fn node(&mut self, scratch: &DecodeScratch) -> Option<RawNode<'t>> {
-        let mut node = RawNode {
-            name: Slot::Missing,
-            op: Slot::Missing,
-            target: Slot::Missing,
-            args: Slot::Missing,
-            kwargs: Slot::Missing,
-            meta: Slot::Missing,
-            alias: Slot::Missing,
-            impure: Slot::Missing,
-            repr: Slot::Missing,
-        };
+        let mut node = RawNode::missing();
         if !self.eat(b'{') {
             return None;
         }
@@ -208,12 +198,8 @@ impl<'t> Cursor<'t> {
             b'n' => self.literal(b"null").map(|()| PyValue::None),
             b'-' | b'0'..=b'9' => self.integer().map(PyValue::int),
             b'[' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
-                self.at += 1;
                 let mut items: smallvec::SmallVec<[PyValue; 4]> = smallvec::SmallVec::new();
-                if !self.eat(b']') {
+                if !self.enter(depth, b']')? {
                     loop {
                         // Where `DecodeSeed::visit_seq` stops.
                         if items.len() == MAX_LIST_LEN {
@@ -292,6 +278,16 @@ impl<'t> Cursor<'t> {
         }
         let span = self.value_span()?;
         by_serde(&self.text[span], Tolerant(KwargsWant(scratch)))
+    }
+
+    /// Steps into the array or object at the cursor, `depth` deep; whether it is empty (its
+    /// `close` read too). `None` past [`MAX_DEPTH`].
+    fn enter(&mut self, depth: usize, close: u8) -> Option<bool> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.at += 1;
+        Some(self.eat(close))
     }
 
     /// An empty array or object (`open`, whitespace, `close`), read when it is next.
@@ -490,14 +486,10 @@ impl<'t> Cursor<'t> {
         match self.peek()? {
             b'"' => self.skip_string().map(|_| false),
             b'{' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
-                self.at += 1;
-                let mut refs = false;
-                if self.eat(b'}') {
+                if self.enter(depth, b'}')? {
                     return Some(false);
                 }
+                let mut refs = false;
                 loop {
                     self.space();
                     if self.peek()? != b'"' {
@@ -519,14 +511,10 @@ impl<'t> Cursor<'t> {
                 }
             }
             b'[' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
-                self.at += 1;
-                let mut refs = false;
-                if self.eat(b']') {
+                if self.enter(depth, b']')? {
                     return Some(false);
                 }
+                let mut refs = false;
                 let mut len = 0usize;
                 loop {
                     len += 1;
