@@ -16,6 +16,7 @@ use std::fmt;
 
 mod by_hand;
 mod streamed;
+pub(crate) use streamed::Source;
 
 /// The format tag every dump carries.
 pub const FORMAT: &str = "commlens.graph";
@@ -475,17 +476,18 @@ fn parse_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
     }
 }
 
-/// Reads a plain dump's text from `reader` a piece at a time as it parses, never holding it
-/// whole (`streamed`); `text_len` is the text's expected length. `None` when that reader
-/// declines the dump (any dump that breaks a rule, among others): read it whole then
-/// ([`read_owned_into`]), which says what is wrong. Nodes handed to `sink` before it declined
+/// Reads a plain dump's text from `source` as it parses: from a reader a piece at a time,
+/// never holding it whole, or where it lies when it is whole in memory (`streamed`);
+/// `text_len` is the text's expected length. `None` when that reader declines the dump (any
+/// dump that breaks a rule, among others): read it whole then ([`read_owned_into`]), which
+/// says what is wrong. Nodes handed to `sink` before it declined
 /// are handed again.
 pub(crate) fn read_streamed_into(
-    reader: impl std::io::Read + Send,
+    source: streamed::Source<'_, impl std::io::Read + Send>,
     text_len: usize,
     sink: &mut dyn NodeSink,
 ) -> Option<Dump> {
-    streamed::read_from(reader, text_len, sink).ok()
+    streamed::read_from(source, text_len, sink).ok()
 }
 
 /// Reads the JSON text of a dump.

@@ -4,7 +4,7 @@
 //! holds several graphs; `graph` picks one (0-based, in log order), and may be left out when
 //! there is only one. Pure and single-threaded, so the browser calls it as the CLI does.
 
-use crate::dump::{self, Dump, DumpError, NodeSink};
+use crate::dump::{self, Dump, DumpError, NodeSink, Source};
 use crate::graph::Graph;
 use crate::planner::Planner;
 use crate::signature::SignatureHasher;
@@ -354,7 +354,8 @@ impl FileInput {
     /// whole (`dump::read_streamed_into`).
     fn read_dump_into(mut self, sink: &mut dyn NodeSink) -> Result<Dump, InputError> {
         let text_len = usize::try_from(self.len).unwrap_or(usize::MAX);
-        if let Some(dump) = dump::read_streamed_into(&mut self.file, text_len, sink) {
+        if let Some(dump) = dump::read_streamed_into(Source::Reader(&mut self.file), text_len, sink)
+        {
             return Ok(dump);
         }
         Ok(dump::read_owned_into(self.read_whole()?, sink)?)
@@ -435,13 +436,15 @@ fn starts_with_an_object(mut reader: impl std::io::Read) -> std::io::Result<bool
         == Some(&b'{'))
 }
 
-/// A dump given as bytes. Plain text is read as a file is, a piece at a time as it is parsed
-/// (`dump::read_streamed_into`: its nodes parsed by hand, the text not kept whole), and a
-/// dump that reader declines is read whole, which says what is wrong; gzip is read as it
-/// decompresses (`dump::read_cow_into`).
+/// A dump given as bytes. Plain text is read by the reader that reads files, node by node
+/// where the bytes lie (`dump::read_streamed_into`: its nodes parsed by hand, the text not
+/// copied), and a dump that reader declines is read whole, which says what is wrong; gzip is
+/// read as it decompresses (`dump::read_cow_into`).
 fn read_dump_bytes(bytes: Cow<'_, [u8]>, sink: &mut dyn NodeSink) -> Result<Dump, InputError> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
-        if let Some(dump) = dump::read_streamed_into(&bytes[..], bytes.len(), sink) {
+        if let Some(dump) =
+            dump::read_streamed_into(Source::<&[u8]>::Whole(&bytes), bytes.len(), sink)
+        {
             return Ok(dump);
         }
     }

@@ -356,10 +356,22 @@ impl Read for Gunzip<'_> {
     }
 }
 
-/// The decompressed text, held from the value being read to what has been decompressed.
-struct Stream<R> {
-    reader: R,
-    text: Vec<u8>,
+/// Where a dump's text comes from.
+pub(crate) enum Source<'a, R> {
+    /// A reader (a decompressor, a file), read a piece at a time into the stream's buffer.
+    Reader(R),
+    /// Text already whole in memory (the browser's dropped file, a pipe read to its end):
+    /// read where it lies, not copied into a buffer piece by piece (in the browser the
+    /// copies, and zeroing the buffer before each, were a pass over the whole text).
+    Whole(&'a [u8]),
+}
+
+/// The text, held from the value being read to what has been read: a window of the reader's
+/// output, or the whole text.
+struct Stream<'a, R> {
+    /// `None` once the text is whole in `text`.
+    reader: Option<R>,
+    text: std::borrow::Cow<'a, [u8]>,
     /// Where reading is in `text`; what comes before is done with.
     pos: usize,
     /// Bytes decompressed so far, and the input-size limit on them.
@@ -367,26 +379,46 @@ struct Stream<R> {
     limit: u64,
 }
 
-impl<R: Read> Stream<R> {
-    /// Decompresses at least `want` bytes more, unless the data ends first (then false).
+impl<'a, R: Read> Stream<'a, R> {
+    /// A stream over `source`; `None` when whole text is over the input-size `limit`.
+    fn new(source: Source<'a, R>, limit: u64) -> Option<Stream<'a, R>> {
+        let (reader, text) = match source {
+            Source::Reader(reader) => (Some(reader), std::borrow::Cow::Owned(Vec::new())),
+            Source::Whole(text) => (None, std::borrow::Cow::Borrowed(text)),
+        };
+        let total = text.len() as u64;
+        (total <= limit).then_some(Stream {
+            reader,
+            text,
+            pos: 0,
+            total,
+            limit,
+        })
+    }
+
+    /// Reads at least `want` bytes more, unless the text ends first (then false).
     /// Positions into `text` taken before do not survive it.
     fn fill(&mut self, want: usize) -> Result<bool, Declined> {
-        self.text.drain(..self.pos);
+        let Some(reader) = &mut self.reader else {
+            return Ok(false);
+        };
+        let text = self.text.to_mut();
+        text.drain(..self.pos);
         self.pos = 0;
-        let start = self.text.len();
+        let start = text.len();
         let want = want.max(CHUNK);
-        self.text.try_reserve(want)?;
-        self.text.resize(start + want, 0);
+        text.try_reserve(want)?;
+        text.resize(start + want, 0);
         let mut got = 0;
         while got < want {
-            match self.reader.read(&mut self.text[start + got..]) {
+            match reader.read(&mut text[start + got..]) {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(Declined),
             }
         }
-        self.text.truncate(start + got);
+        text.truncate(start + got);
         self.total += got as u64;
         if self.total > self.limit {
             return Err(Declined);
@@ -534,11 +566,11 @@ pub(super) fn read(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, Declin
     let gunzip = Gunzip {
         decoder: Some(flate2::bufread::GzDecoder::new(bytes)),
     };
-    read_from(gunzip, super::gzip_size_hint(bytes), sink)
+    read_from(Source::Reader(gunzip), super::gzip_size_hint(bytes), sink)
 }
 
-/// Reads the dump's text from `reader` a piece at a time, handing each node to `sink`;
-/// `text_len` is what the text's length is thought to be (for room, not trusted).
+/// Reads the dump's text from `source` (a piece at a time from a reader), handing each node
+/// to `sink`; `text_len` is what the text's length is thought to be (for room, not trusted).
 ///
 /// Natively the work is shared by two threads: one decompresses and finds each node's end,
 /// this one checks the parsed nodes in order (names, targets, references) and hashes them
@@ -546,14 +578,14 @@ pub(super) fn read(bytes: &[u8], sink: &mut dyn NodeSink) -> Result<Dump, Declin
 /// nodes, on one thread, finding the nodes took about 15% of a whole `plan` run, parsing them
 /// 30% and checking them 25% (docs/performance.md).
 pub(super) fn read_from(
-    reader: impl Read + Send,
+    source: Source<'_, impl Read + Send>,
     text_len: usize,
     sink: &mut dyn NodeSink,
 ) -> Result<Dump, Declined> {
     #[cfg(not(target_arch = "wasm32"))]
-    let read = read_in_two(reader, text_len, sink, 1);
+    let read = read_in_two(source, text_len, sink, 1);
     #[cfg(target_arch = "wasm32")]
-    let read = read_in_one(reader, text_len, sink);
+    let read = read_in_one(source, text_len, sink);
     // The reading thread's copies went with it.
     forget_kept_objects();
     read
@@ -562,13 +594,13 @@ pub(super) fn read_from(
 /// [`read_from`] on this thread alone (the browser's).
 #[cfg(any(test, target_arch = "wasm32"))]
 fn read_in_one(
-    reader: impl Read,
+    source: Source<'_, impl Read>,
     text_len: usize,
     sink: &mut dyn NodeSink,
 ) -> Result<Dump, Declined> {
     let limit = crate::input::limits().max_input_bytes;
     let mut take = Take::new(text_len, sink);
-    let document = read_document(reader, limit, &mut take)?;
+    let document = read_document(source, limit, &mut take)?;
     take.finish(document)
 }
 
@@ -684,7 +716,7 @@ impl ParsedBatch {
 /// than `give_text_below` batches wait for it.
 #[cfg(not(target_arch = "wasm32"))]
 fn read_in_two(
-    reader: impl Read + Send,
+    source: Source<'_, impl Read + Send>,
     text_len: usize,
     sink: &mut dyn NodeSink,
     give_text_below: usize,
@@ -707,7 +739,7 @@ fn read_in_two(
                     text: String::with_capacity(BATCH_TEXT),
                     ends: Vec::with_capacity(BATCH),
                 };
-                let document = read_document(reader, limit, &mut forward)?;
+                let document = read_document(source, limit, &mut forward)?;
                 match forward.flush() {
                     true => Ok(document),
                     false => Err(Declined),
@@ -856,17 +888,11 @@ struct Document {
 /// `limit` is the input-size limit on the decompressed text (taken on the caller's thread:
 /// limits are per thread).
 fn read_document(
-    reader: impl Read,
+    source: Source<'_, impl Read>,
     limit: u64,
     nodes: &mut impl Parsed,
 ) -> Result<Document, Declined> {
-    let mut stream = Stream {
-        reader,
-        text: Vec::new(),
-        pos: 0,
-        total: 0,
-        limit,
-    };
+    let mut stream = Stream::new(source, limit).ok_or(Declined)?;
     let mut top = serde_json::Map::new();
     let mut has_nodes = false;
     stream.expect(b'{')?;
@@ -916,7 +942,10 @@ fn read_document(
 }
 
 /// The `nodes` array, a node at a time.
-fn read_nodes<R: Read>(stream: &mut Stream<R>, nodes: &mut impl Parsed) -> Result<(), Declined> {
+fn read_nodes<R: Read>(
+    stream: &mut Stream<'_, R>,
+    nodes: &mut impl Parsed,
+) -> Result<(), Declined> {
     stream.expect(b'[')?;
     if stream.peek()? == Some(b']') {
         stream.pos += 1;
@@ -952,13 +981,13 @@ pub(super) fn node_texts(bytes: &[u8]) -> Option<Vec<String>> {
         }
     }
     let mut texts = Texts(Vec::new());
-    read_document(bytes, u64::MAX, &mut texts).ok()?;
+    read_document(Source::<&[u8]>::Whole(bytes), u64::MAX, &mut texts).ok()?;
     Some(texts.0)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{read, scan_value, Scan};
+    use super::{read, scan_value, Scan, Source};
     use std::io::Write;
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -1027,9 +1056,18 @@ mod tests {
             })
             .collect();
         assert!(stripped > 10);
-        for text in [text.into_bytes(), without_repr.into_bytes()] {
+        for (text, whole_text) in [
+            (text.clone().into_bytes(), false),
+            (without_repr.into_bytes(), false),
+            (text.into_bytes(), true),
+        ] {
+            // Read from a reader a piece at a time, or where the text lies.
+            let source = || match whole_text {
+                true => Source::Whole(&text[..]),
+                false => Source::Reader(&text[..]),
+            };
             let mut one_order = Order(Vec::new());
-            let one = super::read_in_one(&text[..], text.len(), &mut one_order).expect("one");
+            let one = super::read_in_one(source(), text.len(), &mut one_order).expect("one");
             let whole = crate::dump::read_text_into(text.clone(), &mut ()).expect("whole");
             assert!(one.nodes.len() > 10 * super::BATCH * super::IN_FLIGHT);
             let one_text = format!("{one:?}");
@@ -1037,7 +1075,7 @@ mod tests {
             assert!(one.signature.is_some());
             for give_text_below in [0, 1, usize::MAX] {
                 let mut order = Order(Vec::new());
-                let two = super::read_in_two(&text[..], text.len(), &mut order, give_text_below)
+                let two = super::read_in_two(source(), text.len(), &mut order, give_text_below)
                     .expect("two");
                 assert_eq!(
                     format!("{two:?}"),
@@ -1081,7 +1119,7 @@ mod tests {
         let (done, finished) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                super::read_in_two(&text[..], text.len(), &mut Panics, 1).is_ok()
+                super::read_in_two(Source::Reader(&text[..]), text.len(), &mut Panics, 1).is_ok()
             }));
             let _ = done.send(outcome.is_err());
         });
@@ -1121,13 +1159,23 @@ mod tests {
             let whole = crate::dump::read_text_into(bad.clone().into_bytes(), &mut ());
             let message = whole.expect_err(what).to_string();
             assert!(message.contains(says), "{what}: {message}");
-            assert!(
-                super::read_in_one(bad.as_bytes(), bad.len(), &mut ()).is_err(),
-                "{what}"
-            );
+            for source in [
+                Source::Reader(bad.as_bytes()),
+                Source::Whole(bad.as_bytes()),
+            ] {
+                assert!(
+                    super::read_in_one(source, bad.len(), &mut ()).is_err(),
+                    "{what}"
+                );
+            }
             for give_text_below in [0, 1, usize::MAX] {
-                let two = super::read_in_two(bad.as_bytes(), bad.len(), &mut (), give_text_below);
-                assert!(two.is_err(), "{what}, give_text_below {give_text_below}");
+                for source in [
+                    Source::Reader(bad.as_bytes()),
+                    Source::Whole(bad.as_bytes()),
+                ] {
+                    let two = super::read_in_two(source, bad.len(), &mut (), give_text_below);
+                    assert!(two.is_err(), "{what}, give_text_below {give_text_below}");
+                }
             }
         }
     }
@@ -1206,6 +1254,34 @@ mod tests {
     /// matched their scans; nodes laid out otherwise from the start are scanned; a line that
     /// does not hold exactly one node after that declines the dump, and the whole-text reader
     /// reads it.
+    /// Text whole in memory is held to the input-size limit before it is read; from a reader,
+    /// as it is read.
+    #[test]
+    fn whole_text_over_the_limit_is_declined() {
+        let text = b"{\"nodes\": []}";
+        let limit = text.len() as u64;
+        assert!(super::Stream::new(Source::<&[u8]>::Whole(text), limit).is_some());
+        assert!(super::Stream::new(Source::<&[u8]>::Whole(text), limit - 1).is_none());
+        let mut texts = Vec::new();
+        struct Texts<'a>(&'a mut Vec<String>);
+        impl super::Parsed for Texts<'_> {
+            fn node(&mut self, text: &str) -> bool {
+                self.0.push(text.to_owned());
+                true
+            }
+        }
+        for source in [Source::Reader(&text[..]), Source::Whole(&text[..])] {
+            let over = super::read_document(source, limit - 1, &mut Texts(&mut texts));
+            assert!(over.is_err());
+        }
+        let within = super::read_document(
+            Source::<&[u8]>::Whole(&text[..]),
+            limit,
+            &mut Texts(&mut texts),
+        );
+        assert!(within.is_ok_and(|document| document.has_nodes));
+    }
+
     #[test]
     fn nodes_are_found_by_their_lines_and_a_wrong_line_is_declined() {
         let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(3_000));
@@ -1217,13 +1293,8 @@ mod tests {
             |text: &str| read(&gzip(text.as_bytes()), &mut ()).map(|dump| format!("{dump:?}"));
         let lines_taken = |text: &str| {
             let at = text.find("\"nodes\": [").expect("nodes") + "\"nodes\": [".len();
-            let mut stream = super::Stream {
-                reader: &text.as_bytes()[at..],
-                text: Vec::new(),
-                pos: 0,
-                total: 0,
-                limit: u64::MAX,
-            };
+            let mut stream = super::Stream::new(Source::Reader(&text.as_bytes()[at..]), u64::MAX)
+                .expect("within the limit");
             let mut lines = super::Lines::Trial(0);
             for _ in 0..3 * super::Lines::TRIAL {
                 let span = stream.node_value(&mut lines).expect("a node");
