@@ -132,6 +132,19 @@ impl Meta {
         }
     }
 
+    /// The dtype of the tensor that `meta[key]` summarises (`{"tensor": {..., "dtype": ..}}`)
+    /// read from the kept text without decoding the entry: `Some(None)` when there is no
+    /// entry `key` or its summary has no `dtype`. `None` when the entry is decoded already or
+    /// the text is not of that plain form; [`Meta::get_once`] answers then.
+    pub fn scan_tensor_dtype(&self, key: &str) -> Option<Option<String>> {
+        match &self.text {
+            Some(text) if !decoded_on_read(key) && self.full.get().is_none() => {
+                crate::dump::scan_tensor_dtype(text.bytes(), key)
+            }
+            _ => None,
+        }
+    }
+
     /// The decoded entries: at least every entry whose key [`decoded_on_read`] accepts, in
     /// order. For walks that look for such keys without decoding the rest.
     pub fn decoded_entries(&self) -> impl Iterator<Item = (&Key, &PyValue)> {

@@ -265,6 +265,94 @@ pub(super) fn entry_span(object: &[u8], wanted: &str) -> Option<Option<(usize, u
     Some(found)
 }
 
+/// The `dtype` of the tensor summary `value` holds (`{"tensor": {"shape": [..], "dtype":
+/// "torch.float32", ...}}`), found by scanning: `Some(dtype)` as its decoded `dtype` entry
+/// prints (`PyValue::py_str`), `Some(None)` when the summary has none. `None` when a scan
+/// cannot tell: anything but an object whose one entry, `"tensor"`, holds an object of two or
+/// more plain entries (strings without escapes, numbers, `true`, `false`, `null`, and lists
+/// of those) and at most one `dtype`, a string; the decoder answers those.
+pub(super) fn tensor_dtype(value: &[u8]) -> Option<Option<&str>> {
+    let mut summary = None;
+    let mut entries = 0;
+    walk_entries(value, |key, inner| {
+        entries += 1;
+        summary = (&value[key] == b"\"tensor\"").then_some(inner);
+        Some(())
+    })?;
+    let summary = &value[summary.filter(|_| entries == 1)?];
+    let mut dtype = None;
+    let mut entries = 0;
+    walk_entries(summary, |key, inner| {
+        entries += 1;
+        let inner = &summary[inner];
+        if !(is_plain(inner) || plain_list(inner)) {
+            return None;
+        }
+        if &summary[key] == b"\"dtype\"" {
+            // A repeated `dtype` is left to the decoder.
+            if dtype.replace(inner).is_some() {
+                return None;
+            }
+        }
+        Some(())
+    })?;
+    // An object of one entry may decode as a value of its own (`{"dtype": ..}` is a dtype,
+    // not a dict), so the summary is read by scanning only when it has more.
+    if entries < 2 {
+        return None;
+    }
+    match dtype {
+        None => Some(None),
+        Some([b'"', text @ .., b'"']) if !text.contains(&b'\\') => {
+            std::str::from_utf8(text).ok().map(Some)
+        }
+        Some(_) => None,
+    }
+}
+
+/// Whether `value` (a whole JSON value, checked when the dump was read) is a string without
+/// escapes, a number, `true`, `false` or `null`.
+fn is_plain(value: &[u8]) -> bool {
+    match value.first() {
+        Some(b'"') => !value.contains(&b'\\'),
+        Some(b'[' | b'{') | None => false,
+        Some(_) => true,
+    }
+}
+
+/// Whether the list `value` (a whole JSON array) holds only [`is_plain`] items.
+fn plain_list(value: &[u8]) -> bool {
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let skip_space = |mut i: usize| {
+        while value.get(i).is_some_and(space) {
+            i += 1;
+        }
+        i
+    };
+    if value.first() != Some(&b'[') {
+        return false;
+    }
+    let mut i = skip_space(1);
+    if value.get(i) == Some(&b']') {
+        return i + 1 == value.len();
+    }
+    loop {
+        // The list's own `]` ends a number or literal that is its last item.
+        let Scan::Done { end, depth: 0 } = scan_value(value, i) else {
+            return false;
+        };
+        if !is_plain(&value[i..end]) {
+            return false;
+        }
+        i = skip_space(end);
+        match value.get(i) {
+            Some(b',') => i = skip_space(i + 1),
+            Some(b']') => return i + 1 == value.len(),
+            _ => return false,
+        }
+    }
+}
+
 /// Walks the object at the start of `object` by scanning, handing `entry` each entry's key
 /// (with its quotes) and value, in order; stops with `None` when `entry` does, or when the
 /// text is not an object the scan can walk. The one walk [`kept_entries`] and [`entry_span`]
@@ -697,16 +785,18 @@ impl ParsedBatch {
     /// whether all were taken.
     fn take_all(self, take: &mut Take<'_>) -> bool {
         let ParsedBatch {
-            nodes,
+            mut nodes,
             records,
             text,
         } = self;
         let count = nodes.len();
         let hashed = records.is_some();
-        let taken = nodes.into_iter().all(|raw| take.take(raw, hashed));
+        let taken = nodes.iter_mut().all(|raw| take.take(raw, hashed));
         if let (true, Some(records)) = (taken, &records) {
             take.parsed.signature.add_written(records, count);
         }
+        // What is left of the nodes borrows `text`.
+        drop(nodes);
         drop(text);
         taken
     }
@@ -802,7 +892,7 @@ impl<'s> Take<'s> {
 
     /// Checks the next node, parsed (its signature record already added when `hashed`);
     /// false when it broke a rule.
-    fn take(&mut self, raw: Slot<RawNode<'_>>, hashed: bool) -> bool {
+    fn take(&mut self, raw: &mut Slot<RawNode<'_>>, hashed: bool) -> bool {
         let taken = self
             .parsed
             .take(self.next, raw, &mut self.targets, self.sink, hashed);
@@ -823,7 +913,7 @@ impl<'s> Take<'s> {
 impl Parsed for Take<'_> {
     fn node(&mut self, text: &str) -> bool {
         match parse_node(text, &self.scratch) {
-            Some(raw) => self.take(raw, false),
+            Some(mut raw) => self.take(&mut raw, false),
             None => false,
         }
     }

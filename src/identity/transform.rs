@@ -344,8 +344,8 @@ fn reduce_op(node: &Node) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The communication dtype: `meta["val"]`'s, else `fsdp_bucket_spec`'s.
-fn dtype(node: &Node) -> Option<String> {
+/// The dtype of `meta["val"]`'s tensor (the first, for a tuple), decoded.
+fn val_dtype_decoded(node: &Node) -> Option<String> {
     let from_tensor = |value: &PyValue| match value {
         PyValue::Tensor(summary) => summary
             .as_dict()
@@ -353,12 +353,21 @@ fn dtype(node: &Node) -> Option<String> {
             .map(PyValue::py_str),
         _ => None,
     };
-    // Read once per bucket member: decoding the whole metadata of every collective (and
-    // keeping it) cost more than the rest of `commlens roles` (docs/performance.md).
-    let val = node.meta.get_once("val").and_then(|v| match &*v {
+    node.meta.get_once("val").and_then(|v| match &*v {
         PyValue::List(items) => items.first().and_then(from_tensor),
         other => from_tensor(other),
-    });
+    })
+}
+
+/// The communication dtype: `meta["val"]`'s, else `fsdp_bucket_spec`'s.
+fn dtype(node: &Node) -> Option<String> {
+    // Read once per bucket member: decoding the whole metadata of every collective (and
+    // keeping it) cost more than the rest of `commlens roles` (docs/performance.md). Read by
+    // scanning where the text allows, else decoded alone.
+    let val = node
+        .meta
+        .scan_tensor_dtype("val")
+        .unwrap_or_else(|| val_dtype_decoded(node));
     val.or_else(|| {
         node.meta("fsdp_bucket_spec")
             .and_then(PyValue::as_dict)
@@ -607,4 +616,97 @@ fn identities_of(
         });
     }
     (buckets, diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::val_dtype_decoded;
+    use crate::dump::{read_dump, Dump};
+
+    /// `meta["val"]`'s dtype read by scanning the kept text is the decoded one, wherever the
+    /// scan answers, for the metadata read from whole text and read as it decompresses; and
+    /// the scan answers for the common form.
+    #[test]
+    fn scanned_val_dtype_is_the_decoded_one() {
+        let forms = [
+            r#"{"tensor": {"shape": [4, 8], "dtype": "torch.float32", "device": "cuda:0"}}"#,
+            r#"{ "tensor" : { "dtype" : "torch.bfloat16" , "shape" : [ ] } }"#,
+            r#"{"tensor": {"shape": [4], "dtype": "torch.float32", "dtype": "torch.int8"}}"#,
+            r#"{"tensor": {"shape": [4], "device": "cpu"}}"#,
+            r#"{"tensor": {}}"#,
+            r#"{"tensor": {"dtype": "not.a.dtype"}}"#,
+            r#"{"tensor": {"dtype": "torch.\u0066loat32"}}"#,
+            r#"{"tensor": {"dtype": {"dtype": "torch.float16"}}}"#,
+            r#"{"tensor": {"dtype": 3}}"#,
+            r#"{"tensor": {"dtype": null}}"#,
+            r#"{"tensor": {"shape": [{"sym": "s0"}, 4], "dtype": "torch.float32"}}"#,
+            r#"{"tensor": {"shape": [[1, 2]], "dtype": "torch.float32"}}"#,
+            r#"{"tensor": {"shape": [1.5e3, -2, true, null, "x"], "dtype": "torch.float32"}}"#,
+            r#"{"tensor": {"stride": {"node": "a"}, "dtype": "torch.float32"}}"#,
+            r#"{"tensor": {"dtype": "torch.float32"}, "x": 1}"#,
+            r#"{"tensor": {"dtype": "torch.float32"}, "tensor": {"dtype": "torch.int8"}}"#,
+            r#"{"tensor": [1]}"#,
+            r#"{"tensor": "torch.float32"}"#,
+            r#"{"\u0074ensor": {"dtype": "torch.float32"}}"#,
+            r#"[{"tensor": {"dtype": "torch.float16"}}, {"tensor": {"dtype": "torch.int8"}}]"#,
+            r#"[]"#,
+            r#"7"#,
+            r#"null"#,
+            r#""torch.float32""#,
+            r#"{"dtype": "torch.float32"}"#,
+        ];
+        let mut nodes = vec![
+            r#"{"name": "a", "op": "placeholder", "target": "a", "meta": {"x": 1}}"#.to_string(),
+        ];
+        for (i, form) in forms.iter().enumerate() {
+            nodes.push(format!(
+                r#"{{"name": "n{i}", "op": "placeholder", "target": "n{i}", "meta": {{"seq_nr": {i}, "val": {form}}}}}"#
+            ));
+        }
+        nodes
+            .push(r#"{"name": "output", "op": "output", "target": "output", "args": [[]]}"#.into());
+        let text = format!(
+            "{{\"format\": \"commlens.graph\", \"version\": 1, \"nodes\": [\n{}\n]}}",
+            nodes.join(",\n")
+        );
+        let synthetic = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(3000));
+        let mut dumps: Vec<Dump> = Vec::new();
+        for text in [
+            text.as_str(),
+            &synthetic,
+            include_str!("../../examples/mlp_fsdp.json"),
+        ] {
+            dumps.push(read_dump(text.as_bytes()).expect("read whole"));
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+            dumps.push(read_dump(&gz.finish().unwrap()).expect("read as it decompresses"));
+        }
+        for (d, dump) in dumps.iter().enumerate() {
+            let mut scanned = 0;
+            for node in &dump.nodes {
+                if let Some(dtype) = node.meta.scan_tensor_dtype("val") {
+                    assert_eq!(
+                        dtype,
+                        val_dtype_decoded(node),
+                        "dump {d}, node {}",
+                        node.name
+                    );
+                    scanned += 1;
+                }
+            }
+            // Every node but those of forms the scan leaves to the decoder.
+            if d < 2 {
+                // The plain forms above are scanned, whatever their spacing.
+                for name in ["n0", "n1", "n3", "n12"] {
+                    let node = dump.nodes.iter().find(|n| n.name == name).expect("a node");
+                    assert!(node.meta.scan_tensor_dtype("val").is_some(), "{name}");
+                }
+            } else {
+                assert!(
+                    scanned * 10 >= dump.nodes.len() * 8,
+                    "dump {d}: {scanned} scanned"
+                );
+            }
+        }
+    }
 }

@@ -105,7 +105,8 @@ impl Collectives {
         let no_codes: Rc<[Code]> = Rc::from(Vec::new());
         let mut rows = Vec::with_capacity(classification.collectives.len());
         let mut index = vec![u32::MAX; graph.len()];
-        for c in &classification.collectives {
+        // Each identity is dropped as its row is made, so the rows take the memory it held.
+        for c in classification.collectives {
             let node = graph.node(c.node);
             let Ok(position) = u32::try_from(c.node) else {
                 continue;
