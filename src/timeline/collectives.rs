@@ -7,7 +7,7 @@
 use super::lane::Lane;
 use crate::dump::lookup;
 use crate::graph::{Graph, NodeId};
-use crate::identity::{self, Code, Source};
+use crate::identity::{self, Classification, Code, Source};
 use crate::ops::Api;
 use crate::value::PyValue;
 use std::collections::HashMap;
@@ -83,7 +83,11 @@ pub struct Collectives {
 impl Collectives {
     /// Classifies every collective of `graph` (`identity::classify`).
     pub fn classify(graph: &Graph) -> Collectives {
-        let classification = identity::classify(graph);
+        Collectives::from_classification(graph, identity::classify(graph))
+    }
+
+    /// The rows of `classification`, a classification of `graph`.
+    pub fn from_classification(graph: &Graph, classification: Classification) -> Collectives {
         let mut diags_of: HashMap<&str, Vec<Code>> = HashMap::new();
         for d in &classification.diagnostics {
             for n in &d.nodes {
