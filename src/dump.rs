@@ -494,8 +494,7 @@ fn parse_meta_entry(text: &[u8], wanted: &str) -> Option<PyValue> {
 /// never holding it whole, or where it lies when it is whole in memory (`streamed`);
 /// `text_len` is the text's expected length. `None` when that reader declines the dump (any
 /// dump that breaks a rule, among others): read it whole then ([`read_owned_into`]), which
-/// says what is wrong. Nodes handed to `sink` before it declined
-/// are handed again.
+/// says what is wrong. Nodes handed to `sink` before it declined are handed again.
 pub(crate) fn read_streamed_into(
     source: streamed::Source<'_, impl std::io::Read + Send>,
     text_len: usize,

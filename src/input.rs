@@ -442,9 +442,7 @@ fn starts_with_an_object(mut reader: impl std::io::Read) -> std::io::Result<bool
 /// read as it decompresses (`dump::read_cow_into`).
 fn read_dump_bytes(bytes: Cow<'_, [u8]>, sink: &mut dyn NodeSink) -> Result<Dump, InputError> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
-        if let Some(dump) =
-            dump::read_streamed_into(Source::<&[u8]>::Whole(&bytes), bytes.len(), sink)
-        {
+        if let Some(dump) = dump::read_streamed_into(Source::whole(&bytes), bytes.len(), sink) {
             return Ok(dump);
         }
     }

@@ -124,12 +124,17 @@ impl Meta {
     /// cost model's `val`), which would otherwise leave each node's whole metadata decoded.
     pub fn get_once(&self, key: &str) -> Option<std::borrow::Cow<'_, PyValue>> {
         use std::borrow::Cow;
-        match &self.text {
-            Some(text) if !decoded_on_read(key) && self.full.get().is_none() => {
-                crate::dump::decode_meta_entry(text.bytes(), key).map(Cow::Owned)
-            }
-            _ => self.get(key).map(Cow::Borrowed),
+        match self.undecoded_text(key) {
+            Some(text) => crate::dump::decode_meta_entry(text.bytes(), key).map(Cow::Owned),
+            None => self.get(key).map(Cow::Borrowed),
         }
+    }
+
+    /// The kept text, when entry `key` is in it and not decoded yet.
+    fn undecoded_text(&self, key: &str) -> Option<&MetaText> {
+        self.text
+            .as_ref()
+            .filter(|_| !decoded_on_read(key) && self.full.get().is_none())
     }
 
     /// The dtype of the tensor that `meta[key]` summarises (`{"tensor": {..., "dtype": ..}}`)
@@ -137,12 +142,7 @@ impl Meta {
     /// entry `key` or its summary has no `dtype`. `None` when the entry is decoded already or
     /// the text is not of that plain form; [`Meta::get_once`] answers then.
     pub fn scan_tensor_dtype(&self, key: &str) -> Option<Option<String>> {
-        match &self.text {
-            Some(text) if !decoded_on_read(key) && self.full.get().is_none() => {
-                crate::dump::scan_tensor_dtype(text.bytes(), key)
-            }
-            _ => None,
-        }
+        crate::dump::scan_tensor_dtype(self.undecoded_text(key)?.bytes(), key)
     }
 
     /// The decoded entries: at least every entry whose key [`decoded_on_read`] accepts, in

@@ -454,6 +454,13 @@ pub(crate) enum Source<'a, R> {
     Whole(&'a [u8]),
 }
 
+impl<'a> Source<'a, std::io::Empty> {
+    /// Text whole in memory (the reader type is unused).
+    pub(crate) fn whole(text: &'a [u8]) -> Self {
+        Source::Whole(text)
+    }
+}
+
 /// The text, held from the value being read to what has been read: a window of the reader's
 /// output, or the whole text.
 struct Stream<'a, R> {
@@ -462,7 +469,7 @@ struct Stream<'a, R> {
     text: std::borrow::Cow<'a, [u8]>,
     /// Where reading is in `text`; what comes before is done with.
     pos: usize,
-    /// Bytes decompressed so far, and the input-size limit on them.
+    /// Bytes read so far, and the input-size limit on them.
     total: u64,
     limit: u64,
 }
@@ -1071,7 +1078,7 @@ pub(super) fn node_texts(bytes: &[u8]) -> Option<Vec<String>> {
         }
     }
     let mut texts = Texts(Vec::new());
-    read_document(Source::<&[u8]>::Whole(bytes), u64::MAX, &mut texts).ok()?;
+    read_document(Source::whole(bytes), u64::MAX, &mut texts).ok()?;
     Some(texts.0)
 }
 
@@ -1340,38 +1347,32 @@ mod tests {
         assert_eq!(line_value(shallow.as_bytes()), Some(shallow.len()));
     }
 
-    /// A node a line (the exporter's layout) is read by its lines once the first nodes' lines
-    /// matched their scans; nodes laid out otherwise from the start are scanned; a line that
-    /// does not hold exactly one node after that declines the dump, and the whole-text reader
-    /// reads it.
     /// Text whole in memory is held to the input-size limit before it is read; from a reader,
     /// as it is read.
     #[test]
     fn whole_text_over_the_limit_is_declined() {
         let text = b"{\"nodes\": []}";
         let limit = text.len() as u64;
-        assert!(super::Stream::new(Source::<&[u8]>::Whole(text), limit).is_some());
-        assert!(super::Stream::new(Source::<&[u8]>::Whole(text), limit - 1).is_none());
-        let mut texts = Vec::new();
-        struct Texts<'a>(&'a mut Vec<String>);
-        impl super::Parsed for Texts<'_> {
-            fn node(&mut self, text: &str) -> bool {
-                self.0.push(text.to_owned());
+        assert!(super::Stream::new(Source::whole(text), limit).is_some());
+        assert!(super::Stream::new(Source::whole(text), limit - 1).is_none());
+        struct Accept;
+        impl super::Parsed for Accept {
+            fn node(&mut self, _: &str) -> bool {
                 true
             }
         }
         for source in [Source::Reader(&text[..]), Source::Whole(&text[..])] {
-            let over = super::read_document(source, limit - 1, &mut Texts(&mut texts));
+            let over = super::read_document(source, limit - 1, &mut Accept);
             assert!(over.is_err());
         }
-        let within = super::read_document(
-            Source::<&[u8]>::Whole(&text[..]),
-            limit,
-            &mut Texts(&mut texts),
-        );
+        let within = super::read_document(Source::whole(&text[..]), limit, &mut Accept);
         assert!(within.is_ok_and(|document| document.has_nodes));
     }
 
+    /// A node a line (the exporter's layout) is read by its lines once the first nodes' lines
+    /// matched their scans; nodes laid out otherwise from the start are scanned; a line that
+    /// does not hold exactly one node after that declines the dump, and the whole-text reader
+    /// reads it.
     #[test]
     fn nodes_are_found_by_their_lines_and_a_wrong_line_is_declined() {
         let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(3_000));
