@@ -421,32 +421,41 @@ pub fn combine(kind: TransformKind, members: &[&CollectiveIdentity], graph: &Gra
                 format!("{what}s differ: {listed}")
             })
         };
-        let checks = [
-            differs(
+        // In order, each only while the ones before agree: a bucket's members were read from
+        // the graph once per check, and most buckets of a real plan pass them all. One member
+        // agrees with itself, so a single member's bucket is not read at all.
+        if members.len() > 1 {
+            let reason = differs(
                 "transport",
                 members
                     .iter()
                     .map(|m| Some(m.transport.as_str().to_string()))
                     .collect(),
-            ),
-            differs(
-                "process group",
-                members.iter().map(|m| m.group.clone()).collect(),
-            ),
-            differs(
-                "reduction",
-                members
-                    .iter()
-                    .map(|m| reduce_op(graph.node(m.node)))
-                    .collect(),
-            ),
-            differs(
-                "dtype",
-                members.iter().map(|m| dtype(graph.node(m.node))).collect(),
-            ),
-        ];
-        if let Some(reason) = checks.into_iter().flatten().next() {
-            return none(Some(reason));
+            )
+            .or_else(|| {
+                differs(
+                    "process group",
+                    members.iter().map(|m| m.group.clone()).collect(),
+                )
+            })
+            .or_else(|| {
+                differs(
+                    "reduction",
+                    members
+                        .iter()
+                        .map(|m| reduce_op(graph.node(m.node)))
+                        .collect(),
+                )
+            })
+            .or_else(|| {
+                differs(
+                    "dtype",
+                    members.iter().map(|m| dtype(graph.node(m.node))).collect(),
+                )
+            });
+            if let Some(reason) = reason {
+                return none(Some(reason));
+            }
         }
     }
     let all_explicit = members.iter().all(|m| m.source == Some(Source::Explicit));
