@@ -115,3 +115,86 @@ fn damaged_dumps_plan_the_same_in_one_pass_and_two() {
         "only {changed} damaged dumps planned differently"
     );
 }
+
+/// The graph built as its nodes are read (`input::read_graph`: each node's inputs and facts
+/// found while it is in cache) is the graph built after the read (`Graph::new`): node by
+/// node, the same inputs, users and facts. Every conformance dump, reader fixture and example,
+/// from its file, its bytes and gzipped, and the damaged argument lists of real dumps.
+#[test]
+fn graphs_built_while_reading_are_built_as_after_it() {
+    use commlens::input::{read_graph, Input};
+    use std::path::PathBuf;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join("tests/fixtures/reader"))
+        .expect("fixture dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    paths.extend(
+        common::case_dirs(&common::shared_dir().join("conformance/cases"))
+            .iter()
+            .map(|c| c.join("dump.json")),
+    );
+    paths.push(root.join("examples/mlp_fsdp.json"));
+    paths.push(root.join("examples/llama_fsdp.json.gz"));
+    let same = |what: &str, built: Result<Graph, commlens::InputError>, bytes: &[u8]| {
+        let after = commlens::input::read(bytes, None).map(Graph::new);
+        match (built, after) {
+            (Ok(built), Ok(after)) => {
+                assert_eq!(built.len(), after.len(), "{what}");
+                for id in 0..after.len() {
+                    assert_eq!(built.inputs(id), after.inputs(id), "{what}: node {id}");
+                    assert_eq!(built.users(id), after.users(id), "{what}: node {id}");
+                    assert_eq!(built.facts(id), after.facts(id), "{what}: node {id}");
+                }
+                after.len()
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "{what}");
+                0
+            }
+            (a, b) => panic!("{what}: while reading {:?}, after {:?}", a.err(), b.err()),
+        }
+    };
+    let mut nodes = 0;
+    for path in &paths {
+        let what = path.display().to_string();
+        let bytes = common::read(path);
+        let file = std::fs::File::open(path).expect("open");
+        let from_file = Input::file(file).map_err(|e| panic!("{e}"));
+        nodes += same(&what, from_file.and_then(|i| read_graph(i, None)), &bytes);
+        same(&what, read_graph(bytes.as_slice(), None), &bytes);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &bytes).expect("gzip");
+        let gz = gz.finish().expect("gzip");
+        same(&what, read_graph(gz.as_slice(), None), &gz);
+    }
+    // Argument lists damaged: references dropped, replaced, pointing later or at themselves.
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let cases = common::shared_dir().join("conformance/cases");
+    for case in ["mlp_default", "gated_ffn_groups"] {
+        let original: Value = common::json(&cases.join(case).join("dump.json"));
+        let names: Vec<String> = original["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|n| n["name"].as_str().expect("name").to_string())
+            .collect();
+        for _ in 0..40 {
+            let mut dump = original.clone();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(names.len());
+                let node = &mut dump["nodes"][at];
+                let name = rng.pick(&names);
+                node["args"] = match rng.below(4) {
+                    0 => json!([]),
+                    1 => json!([{"node": name}, {"node": name}]),
+                    2 => json!([[{"node": names[at]}], {"dtype": "torch.float32"}]),
+                    _ => json!([{"node": "no_such_node"}]),
+                };
+            }
+            let bytes = serde_json::to_vec(&dump).expect("json");
+            nodes += same(case, read_graph(bytes.as_slice(), None), &bytes);
+        }
+    }
+    assert!(paths.len() > 70 && nodes > 10_000, "{nodes} nodes compared");
+}
