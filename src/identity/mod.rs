@@ -24,7 +24,7 @@ mod structure;
 mod transform;
 
 pub use audit::{audit, Audit, AuditEntry, AuditStatus};
-pub use classify::{classify, classify_with_members};
+pub use classify::{classify, classify_on_two_threads, classify_with_members};
 pub use payload::{read_payload, Payload, PAYLOAD_KEY};
 pub use transform::{bucket_identities, BucketIdentity, PLANNER_PRODUCER};
 
