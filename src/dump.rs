@@ -366,6 +366,13 @@ pub trait NodeSink {
     fn begin(&mut self);
 
     fn node(&mut self, index: usize, node: &Node);
+
+    /// Whether the nodes keep their `repr` once read. Each node is hashed into the signature
+    /// and handed to [`NodeSink::node`] with it either way; a reader of a graph that will not
+    /// be hashed or written again (`input::read_graph_without_repr`) lets it go then.
+    fn keeps_repr(&self) -> bool {
+        true
+    }
 }
 
 /// No per-node pass.
@@ -1628,6 +1635,9 @@ impl ParsedNodes {
                             self.signature.add(node);
                         }
                         sink.node(i, node);
+                        if !sink.keeps_repr() {
+                            self.nodes[i].repr = None;
+                        }
                         if meta_refs > 0 {
                             self.with_meta_refs.push(i);
                         }

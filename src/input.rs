@@ -494,6 +494,37 @@ pub fn read_graph<'a>(
     Ok(builder.finish(dump))
 }
 
+/// [`read_graph`] for a caller that will neither hash the graph again nor write it out
+/// (`commlens render` and `roles`): each node's `repr` (`str(target)`, `str(args)`,
+/// `str(kwargs)` as Python printed them) is hashed into the signature as the node is read, and
+/// then not kept. The graph's [`Dump::signature`] is the signature of the dump as read; a
+/// graph derived from this one (`crate::derive_tags`) could not be hashed as the reference
+/// hashes it. The reprs were a tenth of the memory of a 500k-node run (45 MB of 435 MB).
+/// A trace log's graph keeps them.
+pub fn read_graph_without_repr<'a>(
+    input: impl Into<Input<'a>>,
+    graph: Option<usize>,
+) -> Result<Graph, InputError> {
+    /// The graph builder, letting the reprs go.
+    struct WithoutRepr(GraphBuilder);
+    impl NodeSink for WithoutRepr {
+        fn begin(&mut self) {
+            self.0.begin();
+        }
+
+        fn node(&mut self, index: usize, node: &crate::dump::Node) {
+            self.0.node(index, node);
+        }
+
+        fn keeps_repr(&self) -> bool {
+            false
+        }
+    }
+    let mut builder = WithoutRepr(GraphBuilder::default());
+    let dump = read_into(input, graph, &mut builder)?;
+    Ok(builder.0.finish(dump))
+}
+
 /// Reads the chosen graph prepared for planning. A dump is read in one pass
 /// (`planner::read_prepared`); a trace log's graph is read, then prepared.
 pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(

@@ -118,11 +118,13 @@ fn damaged_dumps_plan_the_same_in_one_pass_and_two() {
 
 /// The graph built as its nodes are read (`input::read_graph`: each node's inputs and facts
 /// found while it is in cache) is the graph built after the read (`Graph::new`): node by
-/// node, the same inputs, users and facts. Every conformance dump, reader fixture and example,
-/// from its file, its bytes and gzipped, and the damaged argument lists of real dumps.
+/// node, the same inputs, users and facts, the same signature and errors. So is the graph read
+/// without the nodes' reprs (`input::read_graph_without_repr`), whose nodes are otherwise
+/// the same and keep no repr. Every conformance dump, reader fixture and example, from its
+/// file, its bytes and gzipped, and the damaged argument lists of real dumps.
 #[test]
 fn graphs_built_while_reading_are_built_as_after_it() {
-    use commlens::input::{read_graph, Input};
+    use commlens::input::{read_graph, read_graph_without_repr, Input};
     use std::path::PathBuf;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join("tests/fixtures/reader"))
@@ -136,10 +138,35 @@ fn graphs_built_while_reading_are_built_as_after_it() {
     );
     paths.push(root.join("examples/mlp_fsdp.json"));
     paths.push(root.join("examples/llama_fsdp.json.gz"));
+    // Nodes whose repr the other reads kept and this one let go.
+    let reprs_dropped = std::cell::Cell::new(0);
     let same = |what: &str, built: Result<Graph, commlens::InputError>, bytes: &[u8]| {
         let after = commlens::input::read(bytes, None).map(Graph::new);
+        let lean = read_graph_without_repr(bytes, None);
+        match (&lean, &after) {
+            (Ok(lean), Ok(after)) => {
+                assert_eq!(lean.dump.signature, after.dump.signature, "{what}");
+                assert!(lean.nodes().iter().all(|n| n.repr.is_none()), "{what}");
+                let kept = after.nodes().iter().filter(|n| n.repr.is_some()).count();
+                reprs_dropped.set(reprs_dropped.get() + kept);
+                for (id, (a, b)) in lean.nodes().iter().zip(after.nodes()).enumerate() {
+                    let mut b = b.clone();
+                    b.repr = None;
+                    assert_eq!(format!("{a:?}"), format!("{b:?}"), "{what}: node {id}");
+                    assert_eq!(lean.inputs(id), after.inputs(id), "{what}: node {id}");
+                    assert_eq!(lean.facts(id), after.facts(id), "{what}: node {id}");
+                }
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{what}"),
+            (a, b) => panic!(
+                "{what}: without repr {:?}, after {:?}",
+                a.is_ok(),
+                b.is_ok()
+            ),
+        }
         match (built, after) {
             (Ok(built), Ok(after)) => {
+                assert_eq!(built.dump.signature, after.dump.signature, "{what}");
                 assert_eq!(built.len(), after.len(), "{what}");
                 for id in 0..after.len() {
                     assert_eq!(built.inputs(id), after.inputs(id), "{what}: node {id}");
@@ -197,4 +224,9 @@ fn graphs_built_while_reading_are_built_as_after_it() {
         }
     }
     assert!(paths.len() > 70 && nodes > 10_000, "{nodes} nodes compared");
+    assert!(
+        reprs_dropped.get() > 10_000,
+        "{} reprs",
+        reprs_dropped.get()
+    );
 }

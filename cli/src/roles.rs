@@ -22,7 +22,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let input = read_input(&args.dump)?;
-    let graph = commlens::input::read_graph(input, args.choice.graph)
+    let graph = commlens::input::read_graph_without_repr(input, args.choice.graph)
         .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
     print_notes(&args.dump, &graph.dump.warnings);
     let report = RolesReport::new(graph);
