@@ -66,11 +66,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         commlens::TagMode::Dump => graph,
         commlens::TagMode::Roles => commlens::derive_tags(&graph).0,
     };
-    // Classified before planning starts: the whole classification is then not held beside the
-    // planner (planning beside all of classifying raised the peak at 500k nodes by 0.1× the
-    // JSON's size). The timeline keeps a row a collective; the rows are made, freeing the
-    // classification as they go, while the plan is made on a second thread (0.05 s off at
-    // 500k nodes, the peak unchanged).
+    // Classified (on both cores) before planning starts: the whole classification is then not
+    // held beside the planner (planning beside all of classifying raised the peak at 500k
+    // nodes by 0.1× the JSON's size). The timeline keeps a row a collective; the rows are
+    // made, freeing the classification as they go, while the plan is made on a second thread
+    // (0.05 s off at 500k nodes, the peak unchanged).
     let classification = commlens::identity::classify_on_two_threads(&graph);
     let resolved = commlens::resolve_args(&graph, planner_args.as_ref());
     let (plan, collectives) = commlens::parallel::join(
