@@ -267,6 +267,11 @@ pub trait FactsSink {
     fn begin(&mut self);
 
     fn node(&mut self, index: usize, node: &Node, facts: NodeFacts);
+
+    /// Whether the nodes keep their `repr` once read and hashed ([`NodeSink::keeps_repr`]).
+    fn keeps_repr(&self) -> bool {
+        true
+    }
 }
 
 /// No extra pass.

@@ -531,13 +531,40 @@ pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(
     input: impl Into<Input<'a>>,
     graph: Option<usize>,
 ) -> Result<Planner<G>, InputError> {
+    read_prepared_into(input, graph, &mut ())
+}
+
+/// [`read_prepared`] for a caller that will neither hash the graph again nor write it out
+/// (`read_and_plan`, for reports): each node's `repr` is let go once hashed, as
+/// [`read_graph_without_repr`] does. A trace log's graph keeps them.
+pub fn read_prepared_without_repr<'a, G: Borrow<Graph> + From<Graph>>(
+    input: impl Into<Input<'a>>,
+    graph: Option<usize>,
+) -> Result<Planner<G>, InputError> {
+    /// No extra pass; the reprs let go.
+    struct WithoutRepr;
+    impl crate::graph::FactsSink for WithoutRepr {
+        fn begin(&mut self) {}
+
+        fn node(&mut self, _: usize, _: &crate::dump::Node, _: crate::graph::NodeFacts) {}
+
+        fn keeps_repr(&self) -> bool {
+            false
+        }
+    }
+    read_prepared_into(input, graph, &mut WithoutRepr)
+}
+
+/// [`read_prepared`], a dump's nodes also handed to `extra`.
+fn read_prepared_into<'a, G: Borrow<Graph> + From<Graph>>(
+    input: impl Into<Input<'a>>,
+    graph: Option<usize>,
+    extra: &mut dyn crate::graph::FactsSink,
+) -> Result<Planner<G>, InputError> {
     let bytes = match open(input.into())? {
         Opened::PlainDump(file) => {
             check_dump_choice(graph)?;
-            return crate::planner::prepare_while_reading(
-                |sink| file.read_dump_into(sink),
-                &mut (),
-            );
+            return crate::planner::prepare_while_reading(|sink| file.read_dump_into(sink), extra);
         }
         Opened::Bytes(bytes) => bytes,
     };
@@ -547,7 +574,7 @@ pub fn read_prepared<'a, G: Borrow<Graph> + From<Graph>>(
             check_dump_choice(graph)?;
             Ok(crate::planner::prepare_while_reading(
                 |sink| read_dump_bytes(bytes, sink),
-                &mut (),
+                extra,
             )?)
         }
         Format::TraceLog => {

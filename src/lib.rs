@@ -265,7 +265,8 @@ pub fn untagged_note(graph: &Graph) -> Option<String> {
 }
 
 /// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
-/// own arguments).
+/// own arguments). A dump's nodes keep no `repr` (`input::read_prepared_without_repr`): the
+/// graph returned is for reports, not to be hashed or written again.
 pub fn read_and_plan<'a>(
     input: impl Into<input::Input<'a>>,
     graph: Option<usize>,
@@ -275,8 +276,9 @@ pub fn read_and_plan<'a>(
         Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
         None => None,
     };
+    // Nothing a plan's reader does with the graph hashes it again.
     let planner: planner::Planner<Graph> =
-        input::read_prepared(input, graph).map_err(PlanFailure::from)?;
+        input::read_prepared_without_repr(input, graph).map_err(PlanFailure::from)?;
     let planner_args = resolve_args(planner.graph(), args.as_ref());
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))

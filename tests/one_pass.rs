@@ -119,8 +119,8 @@ fn damaged_dumps_plan_the_same_in_one_pass_and_two() {
 /// The graph built as its nodes are read (`input::read_graph`: each node's inputs and facts
 /// found while it is in cache) is the graph built after the read (`Graph::new`): node by
 /// node, the same inputs, users and facts, the same signature and errors. So is the graph read
-/// without the nodes' reprs (`input::read_graph_without_repr`), whose nodes are otherwise
-/// the same and keep no repr. Every conformance dump, reader fixture and example, from its
+/// without the nodes' reprs (`input::read_graph_without_repr`, and prepared for planning,
+/// `read_prepared_without_repr`), whose nodes are otherwise the same and keep no repr. Every conformance dump, reader fixture and example, from its
 /// file, its bytes and gzipped, and the damaged argument lists of real dumps.
 #[test]
 fn graphs_built_while_reading_are_built_as_after_it() {
@@ -143,6 +143,22 @@ fn graphs_built_while_reading_are_built_as_after_it() {
     let same = |what: &str, built: Result<Graph, commlens::InputError>, bytes: &[u8]| {
         let after = commlens::input::read(bytes, None).map(Graph::new);
         let lean = read_graph_without_repr(bytes, None);
+        // Prepared for planning without reprs (`read_and_plan`): the same graph as `lean`.
+        let prepared = commlens::input::read_prepared_without_repr::<Graph>(bytes, None);
+        match (&prepared, &lean) {
+            (Ok(prepared), Ok(lean)) => {
+                assert_eq!(
+                    prepared.signature(),
+                    lean.dump.signature.as_deref().unwrap_or("")
+                );
+                assert_eq!(
+                    format!("{:?}", prepared.graph().nodes()),
+                    format!("{:?}", lean.nodes())
+                );
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{what}"),
+            (a, b) => panic!("{what}: prepared {:?}, read {:?}", a.is_ok(), b.is_ok()),
+        }
         match (&lean, &after) {
             (Ok(lean), Ok(after)) => {
                 assert_eq!(lean.dump.signature, after.dump.signature, "{what}");

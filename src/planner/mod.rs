@@ -577,6 +577,10 @@ pub fn prepare_while_reading<G: Borrow<Graph> + From<Graph>, E>(
                 self.extra.node(index, node, facts);
             }
         }
+
+        fn keeps_repr(&self) -> bool {
+            self.extra.keeps_repr()
+        }
     }
     let mut sink = Sink {
         graph: GraphBuilder::default(),
