@@ -861,7 +861,10 @@ fn resolve_meta_refs(
             }
         }
         PyValue::Dict(map) => {
-            for item in map.values_mut() {
+            for item in PyValue::dict_with_nodes_mut(map)
+                .into_iter()
+                .flat_map(|m| m.values_mut())
+            {
                 resolve_meta_refs(item, index, dangling);
             }
         }
@@ -1074,7 +1077,8 @@ fn resolve_all(value: &mut PyValue, index: &dyn Fn(&str) -> Option<usize>) -> bo
             r.index.is_some()
         }
         PyValue::List(items) => items.iter_mut().all(|item| resolve_all(item, index)),
-        PyValue::Dict(map) => map.values_mut().all(|item| resolve_all(item, index)),
+        PyValue::Dict(map) => PyValue::dict_with_nodes_mut(map)
+            .is_none_or(|map| map.values_mut().all(|item| resolve_all(item, index))),
         _ => true,
     }
 }
@@ -1115,7 +1119,10 @@ fn resolve_at(
             Ok(())
         }
         PyValue::Dict(map) => {
-            for (key, item) in map.iter_mut() {
+            let entries = PyValue::dict_with_nodes_mut(map)
+                .into_iter()
+                .flat_map(|m| m.iter_mut());
+            for (key, item) in entries {
                 let len = path.len();
                 path.push_str(&format!("[{key:?}]"));
                 resolve_at(item, index, is_output, path)?;
@@ -1567,6 +1574,16 @@ impl<'de> Want<'de> for NodeWant<'_> {
     }
 }
 
+/// The fewest bytes of JSON a node is expected to take, for the room [`ParsedNodes::new`]
+/// makes. Natively the room is address space, not memory, so it is made for lean dumps too
+/// (a node with only its names and a `repr` is about 150 bytes; the exporter's real graphs
+/// take 300 to 600). In wasm the room is the module's memory, grown and kept: there it is
+/// made for typical dumps, and a leaner one's vector grows.
+#[cfg(not(target_arch = "wasm32"))]
+const BYTES_PER_NODE_ROOM: usize = 128;
+#[cfg(target_arch = "wasm32")]
+const BYTES_PER_NODE_ROOM: usize = 384;
+
 /// `nodes`, read and checked node by node while parsing. The first broken rule is kept (and
 /// the rest of the array only parsed), to be reported once the whole document has parsed and
 /// the top-level rules have been checked.
@@ -1583,12 +1600,12 @@ struct ParsedNodes {
 
 impl ParsedNodes {
     /// Before the first node: room for as many nodes as `text_len` bytes of JSON could hold
-    /// at about 384 bytes each (real dumps take more), so the vector of a large graph is not
-    /// copied as it grows; the room it does not use is never touched. Without the room, it
-    /// grows.
+    /// at [`BYTES_PER_NODE_ROOM`] bytes each, so the vector of a large graph is not copied as
+    /// it grows (a doubling also leaves the old vector resident until the allocator returns
+    /// it). The room it does not use is never touched. Without the room, it grows.
     fn new(text_len: usize) -> ParsedNodes {
         let mut nodes = Vec::new();
-        let _ = nodes.try_reserve(text_len / 384);
+        let _ = nodes.try_reserve(text_len / BYTES_PER_NODE_ROOM);
         ParsedNodes {
             nodes,
             index: NameTable::with_capacity(0),

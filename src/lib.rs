@@ -182,6 +182,7 @@ pub fn plan_json_with(
     };
     let mut value = planner::report::plan_to_value(plan, graph);
     if let PyValue::Dict(map) = &mut value {
+        let map = std::sync::Arc::make_mut(map);
         map.insert(value::Key::new("tags"), PyValue::Str("roles".into()));
         map.insert(value::Key::new("derived_tags"), derived.to_value(graph));
     }

@@ -43,6 +43,10 @@ pub fn decoded_on_read(key: &str) -> bool {
     DECODED_KEYS.contains(&key) || DECODED_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
+/// A node's decoded metadata entries: shared by the nodes whose `meta` objects read the
+/// same (`{"autograd_backward": true}` is most nodes' whole metadata).
+pub(crate) type Entries = Arc<[(Key, PyValue)]>;
+
 /// The text a dump was read from, shared by the metadata of its nodes.
 pub type DumpText = Arc<Vec<u8>>;
 
@@ -73,9 +77,10 @@ impl MetaText {
 #[derive(Clone, Default)]
 pub struct Meta {
     /// With `text`: exactly the entries whose keys [`decoded_on_read`] accepts (and any
-    /// inserted since). Without: every entry. Keys are unique. A boxed slice, not a `Vec`
-    /// (the reader makes them at their size; a change is rare and makes a new one).
-    entries: Box<[(Key, PyValue)]>,
+    /// inserted since). Without: every entry. Keys are unique. A shared slice, not a `Vec`
+    /// (the reader makes them at their size, and hands nodes with equal metadata the same
+    /// one; a change is rare and makes a new one).
+    entries: Entries,
     /// The `meta` object in the dump, for the entries not in `entries`.
     text: Option<MetaText>,
     /// Every entry, decoded from `text` and overlaid with `entries`, on first need. An
@@ -96,9 +101,9 @@ impl Meta {
 
     /// As read: `entries` (unique keys) are the decoded ones; with `text`, the rest are in
     /// the object it holds.
-    pub(crate) fn read(entries: Vec<(Key, PyValue)>, text: Option<MetaText>) -> Meta {
+    pub(crate) fn read(entries: Entries, text: Option<MetaText>) -> Meta {
         Meta {
-            entries: entries.into_boxed_slice(),
+            entries,
             text,
             full: OnceBox::new(),
         }
@@ -109,6 +114,12 @@ impl Meta {
     #[cfg(test)]
     pub(crate) fn as_read(&self) -> (&[(Key, PyValue)], Option<&[u8]>) {
         (&self.entries, self.text.as_ref().map(MetaText::bytes))
+    }
+
+    /// The decoded entries, to tell whether two nodes share them.
+    #[cfg(test)]
+    pub(crate) fn shared_entries(&self) -> &Entries {
+        &self.entries
     }
 
     /// `meta.get(key)`.
@@ -182,7 +193,7 @@ impl Meta {
     /// The whole map, taken apart.
     pub fn into_dict(self) -> Dict {
         match self.text {
-            None => self.entries.into_vec().into_iter().collect(),
+            None => self.entries.iter().cloned().collect(),
             Some(_) => self.to_dict(),
         }
     }
@@ -195,12 +206,15 @@ impl Meta {
     /// `meta[key] = value`, returning the value it replaces.
     pub fn insert(&mut self, key: Key, value: PyValue) -> Option<PyValue> {
         self.prepare_to_change(&key);
-        match self.entries.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, slot)) => Some(std::mem::replace(slot, value)),
+        match self.entries.iter().position(|(k, _)| *k == key) {
+            Some(at) => Some(std::mem::replace(
+                &mut Arc::make_mut(&mut self.entries)[at].1,
+                value,
+            )),
             None => {
-                let mut entries = std::mem::take(&mut self.entries).into_vec();
+                let mut entries = self.entries.to_vec();
                 entries.push((key, value));
-                self.entries = entries.into_boxed_slice();
+                self.entries = entries.into();
                 None
             }
         }
@@ -208,19 +222,17 @@ impl Meta {
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut PyValue> {
         self.prepare_to_change(key);
-        self.entries
-            .iter_mut()
-            .find(|(k, _)| k.as_str() == key)
-            .map(|(_, v)| v)
+        let at = self.entries.iter().position(|(k, _)| k.as_str() == key)?;
+        Some(&mut Arc::make_mut(&mut self.entries)[at].1)
     }
 
     /// `meta.pop(key, None)`, keeping the order of the rest.
     pub fn shift_remove(&mut self, key: &str) -> Option<PyValue> {
         self.prepare_to_change(key);
         let at = self.entries.iter().position(|(k, _)| k.as_str() == key)?;
-        let mut entries = std::mem::take(&mut self.entries).into_vec();
+        let mut entries = self.entries.to_vec();
         let (_, value) = entries.remove(at);
-        self.entries = entries.into_boxed_slice();
+        self.entries = entries.into();
         Some(value)
     }
 
@@ -228,7 +240,9 @@ impl Meta {
     /// decodes whole any metadata with references elsewhere).
     pub(crate) fn decoded_values_mut(&mut self) -> impl Iterator<Item = (&Key, &mut PyValue)> {
         self.full = OnceBox::new();
-        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+        Arc::make_mut(&mut self.entries)
+            .iter_mut()
+            .map(|(k, v)| (&*k, v))
     }
 
     /// Before `key` changes: drop the cached whole map, and decode everything when `key` is
@@ -263,7 +277,7 @@ impl Meta {
                 out.insert(key, value.clone());
             }
         }
-        for (key, value) in &self.entries {
+        for (key, value) in self.entries.iter() {
             if !out.contains_key(key.as_str()) {
                 out.insert(key.clone(), value.clone());
             }

@@ -208,7 +208,7 @@ impl DerivedTags {
             d.insert(Key::new("role"), PyValue::Str(tag.role.as_str().into()));
             d.insert(Key::new("source"), PyValue::Str(tag.source.as_str().into()));
             d.insert(Key::new("phase"), PyValue::Str(tag.phase.as_str().into()));
-            items.push(PyValue::Dict(Box::new(d)));
+            items.push(PyValue::Dict(std::sync::Arc::new(d)));
         }
         PyValue::List(items)
     }
@@ -314,7 +314,7 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
         .collect();
     if !missing.is_empty() {
         let mut ranks = match dump.group_ranks.take() {
-            Some(PyValue::Dict(d)) => *d,
+            Some(PyValue::Dict(d)) => std::sync::Arc::unwrap_or_clone(d),
             _ => crate::value::Dict::default(),
         };
         for (group, size) in &missing {
@@ -323,7 +323,7 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
                 PyValue::List((0..*size).map(|r| PyValue::int(r as i128)).collect()),
             );
         }
-        dump.group_ranks = Some(PyValue::Dict(Box::new(ranks)));
+        dump.group_ranks = Some(PyValue::Dict(std::sync::Arc::new(ranks)));
         derived.assumed_groups = missing;
     }
     (dump, derived)
@@ -355,7 +355,7 @@ fn bucket_spec(graph: &Graph, node: &Node) -> Option<PyValue> {
     d.insert(Key::new("output_shape"), out_shape);
     d.insert(Key::new("dtype"), dtype);
     d.insert(Key::new("device"), device);
-    Some(PyValue::Dict(Box::new(d)))
+    Some(PyValue::Dict(std::sync::Arc::new(d)))
 }
 
 /// Shape, dtype and device of a node's recorded value (`meta["val"]`).

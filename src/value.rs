@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use serde::de;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 /// A decoded dump value (argument or metadata).
 #[derive(Clone, Debug, PartialEq)]
@@ -23,7 +24,9 @@ pub enum PyValue {
     Str(String),
     /// A tuple, list or `torch.Size`: JSON does not tell them apart.
     List(Vec<PyValue>),
-    Dict(Box<Dict>),
+    /// Shared (`Arc`): a reader hands equal metadata dicts (a layer's `fsdp_bucket_spec`
+    /// repeats across layers) the same one. Changed through `Arc::make_mut`.
+    Dict(Arc<Dict>),
     /// An `fx.Node`, by name. `index` is its graph position when the name resolves.
     Node(NodeRef),
     /// A `torch.dtype`, as `str(dtype)` (`"torch.float32"`).
@@ -278,6 +281,25 @@ impl PyValue {
             PyValue::List(items) => Some(items),
             _ => None,
         }
+    }
+
+    /// Whether an `fx.Node` reference is anywhere in the value.
+    pub fn holds_node(&self) -> bool {
+        match self {
+            PyValue::Node(_) => true,
+            PyValue::List(items) => items.iter().any(PyValue::holds_node),
+            PyValue::Dict(map) => map.values().any(PyValue::holds_node),
+            PyValue::Tensor(inner) => inner.holds_node(),
+            _ => false,
+        }
+    }
+
+    /// The dict's entries to change in place, when it holds a node reference to resolve; a
+    /// dict without one stays shared (`Arc::make_mut` would copy a shared one).
+    pub(crate) fn dict_with_nodes_mut(map: &mut Arc<Dict>) -> Option<&mut Dict> {
+        map.values()
+            .any(PyValue::holds_node)
+            .then(|| Arc::make_mut(map))
     }
 
     pub fn as_node(&self) -> Option<&NodeRef> {
@@ -566,7 +588,7 @@ pub(crate) fn decode_at(
                 path.truncate(len);
                 out.insert(key.into(), decoded);
             }
-            PyValue::Dict(Box::new(out))
+            PyValue::Dict(std::sync::Arc::new(out))
         }
     })
 }
@@ -621,7 +643,7 @@ fn decode_single(
             path.truncate(len);
             let mut map = IndexMap::with_capacity(1);
             map.insert(key.into(), decoded);
-            Ok(PyValue::Dict(Box::new(map)))
+            Ok(PyValue::Dict(std::sync::Arc::new(map)))
         }
     }
 }
@@ -841,6 +863,36 @@ pub(crate) struct DecodeScratch {
     pub(crate) meta_refs: Cell<usize>,
     items: RefCell<Vec<PyValue>>,
     entries: RefCell<Vec<(Key, PyValue)>>,
+    /// Metadata dicts decoded so far, by their text, so that equal ones are one shared dict:
+    /// a layer's `fsdp_bucket_spec` is its neighbour's (at 500k nodes, 85k specs were 33 MB
+    /// of a `roles` run's peak). Bounded in entries and in text a key.
+    dicts: RefCell<foldhash::HashMap<Box<str>, Arc<Dict>>>,
+    /// Whole `meta` objects' entries, by their text, shared in the same way: most nodes'
+    /// metadata is one of a few objects.
+    metas: RefCell<foldhash::HashMap<Box<str>, crate::meta::Entries>>,
+}
+
+/// How many texts [`DecodeScratch`] keeps to share what they decode, each way.
+const MAX_SHARED: usize = 4096;
+/// The longest text it keeps.
+const MAX_SHARED_TEXT: usize = 512;
+
+/// Keeps `shared` under `text` (when short) for the next equal text to share. A full table
+/// starts again empty: a dump's first thousands of metadata objects may all differ (a
+/// placeholder's names its parameter), and a table that only stopped taking new ones would
+/// never take the common ones that come after them.
+fn keep_to_share<T: ?Sized>(
+    table: &mut foldhash::HashMap<Box<str>, Arc<T>>,
+    text: &str,
+    shared: &Arc<T>,
+) {
+    if text.len() > MAX_SHARED_TEXT {
+        return;
+    }
+    if table.len() >= MAX_SHARED {
+        table.clear();
+    }
+    table.insert(Box::from(text), Arc::clone(shared));
 }
 
 impl DecodeScratch {
@@ -860,6 +912,20 @@ impl DecodeScratch {
         self.entries.borrow_mut().push((key, value));
     }
 
+    /// The dict decoded earlier from exactly `text`, shared.
+    pub(crate) fn shared_dict(&self, text: &str) -> Option<PyValue> {
+        let dicts = self.dicts.borrow();
+        dicts.get(text).map(|dict| PyValue::Dict(Arc::clone(dict)))
+    }
+
+    /// Keeps `value`, decoded from `text` without node references, to share with the next
+    /// dict of the same text. Only short texts, and only so many (see [`keep_to_share`]).
+    pub(crate) fn share_dict(&self, text: &str, value: &PyValue) {
+        if let PyValue::Dict(dict) = value {
+            keep_to_share(&mut self.dicts.borrow_mut(), text, dict);
+        }
+    }
+
     /// Forgets the entries gathered since `mark`.
     pub(crate) fn truncate_entries(&self, mark: usize) {
         self.entries.borrow_mut().truncate(mark);
@@ -867,13 +933,18 @@ impl DecodeScratch {
 
     /// The entries gathered since `mark`, keys made unique as [`DecodeScratch::take_map`]
     /// makes them.
-    pub(crate) fn take_entries(&self, mark: usize) -> Vec<(Key, PyValue)> {
+    pub(crate) fn take_entries(&self, mark: usize) -> crate::meta::Entries {
         let mut entries = self.entries.borrow_mut();
         let count = entries.len() - mark;
         if count > 16 {
             // Through a map, so that many keys do not cost a scan each.
             let map: Dict = entries.drain(mark..).collect();
             return map.into_iter().collect();
+        }
+        let taken = &entries[mark..];
+        if (1..count).all(|i| taken[..i].iter().all(|(k, _)| *k != taken[i].0)) {
+            // Keys already unique (nearly always): one allocation, at its size.
+            return entries.drain(mark..).collect();
         }
         let mut out: Vec<(Key, PyValue)> = Vec::with_capacity(count);
         for (key, value) in entries.drain(mark..) {
@@ -882,7 +953,26 @@ impl DecodeScratch {
                 None => out.push((key, value)),
             }
         }
-        out
+        out.into()
+    }
+
+    /// `entries`, or the equal ones read earlier from exactly `text` (a whole `meta` object
+    /// whose every entry was decoded and refers to no node), shared. Bounded as
+    /// [`DecodeScratch::share_dict`] is.
+    pub(crate) fn shared_entries(
+        &self,
+        text: &str,
+        entries: crate::meta::Entries,
+    ) -> crate::meta::Entries {
+        if text.len() > MAX_SHARED_TEXT {
+            return entries;
+        }
+        let mut metas = self.metas.borrow_mut();
+        if let Some(shared) = metas.get(text) {
+            return Arc::clone(shared);
+        }
+        keep_to_share(&mut metas, text, &entries);
+        entries
     }
 
     /// The entries gathered since `mark` as a map: as a `serde_json::Map`, a repeated key keeps
@@ -1108,7 +1198,7 @@ impl DecodeSeed<'_> {
                 let value = decoded.value.map_err(|e| prefixed(segment, e))?;
                 let mut map = IndexMap::with_capacity(1);
                 map.insert(Key::from(&*key), value);
-                Ok(PyValue::Dict(Box::new(map)))
+                Ok(PyValue::Dict(std::sync::Arc::new(map)))
             }
         }
     }
@@ -1194,7 +1284,7 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
                     message: args_object_keys(std::iter::empty(), 0),
                 }));
             }
-            return done(Ok(PyValue::Dict(Box::new(IndexMap::new()))));
+            return done(Ok(PyValue::Dict(std::sync::Arc::new(IndexMap::new()))));
         };
         let entry = map.next_value_seed(EntrySeed {
             key: &first,
@@ -1230,7 +1320,7 @@ impl<'de> de::Visitor<'de> for DecodeSeed<'_> {
                 let entry = Entry::Decoded(Decoded::ok(value, last_kind));
                 return done(self.single(Cow::Borrowed(key.as_str()), entry));
             }
-            return done(Ok(PyValue::Dict(Box::new(out))));
+            return done(Ok(PyValue::Dict(std::sync::Arc::new(out))));
         }
         let mut entries: IndexMap<String, Entry> = IndexMap::with_capacity(4);
         entries.insert(first.into_owned(), entry);

@@ -3,6 +3,7 @@
 //! Arguments are parsed by clap; a usage error exits 2 with clap's message, a failed command
 //! exits 1 with its message verbatim on stderr.
 
+mod allocator;
 mod audit;
 mod cost;
 mod diff;
@@ -15,12 +16,6 @@ mod validate;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-
-// The allocator the benches measure with (the system allocator's bookkeeping took about a
-// quarter of a large dump's read, docs/performance.md), wrapped so that an allocation that
-// fails ends the process with a message and exit code 1 instead of an abort.
-#[global_allocator]
-static ALLOCATOR: oom::ExitOnOom<mimalloc::MiMalloc> = oom::ExitOnOom(mimalloc::MiMalloc);
 
 /// See why every collective in a distributed-training graph exists, and how the FSDP bucket
 /// planner groups them.
@@ -57,6 +52,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::tune();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

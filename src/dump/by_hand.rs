@@ -176,10 +176,20 @@ impl<'t> Cursor<'t> {
         }
         self.at = start;
         scratch.meta_refs.set(refs);
-        self.skip_value(2)?;
-        let decoded = by_serde(&self.text[start..self.at], scratch.seed(Context::Meta))?;
+        let may_refer = self.skip_value(2)?;
+        let text = &self.text[start..self.at];
+        if !may_refer {
+            if let Some(shared) = scratch.shared_dict(text) {
+                return Some(shared);
+            }
+        }
+        let decoded = by_serde(text, scratch.seed(Context::Meta))?;
         // Metadata never fails to decode.
-        Some(decoded.value.unwrap_or(PyValue::None))
+        let value = decoded.value.unwrap_or(PyValue::None);
+        if !may_refer && scratch.meta_refs.get() == refs {
+            scratch.share_dict(text, &value);
+        }
+        Some(value)
     }
 
     /// The value at the cursor decoded as `DecodeSeed` decodes it in `context`, when it is
@@ -322,6 +332,7 @@ impl<'t> Cursor<'t> {
             self.literal(b"null")?;
             return Some(Slot::Got((Meta::new(), 0)));
         }
+        let open = self.at;
         if !self.eat(b'{') {
             return None;
         }
@@ -357,6 +368,7 @@ impl<'t> Cursor<'t> {
             }
         }
         let entries = scratch.take_entries(mark);
+        let refs = scratch.meta_refs.get() - refs_before;
         let text = match left {
             true => Some(MetaText::Own(keep_shared(|out| {
                 self.gather(&walked, out);
@@ -364,7 +376,10 @@ impl<'t> Cursor<'t> {
             })?)),
             false => None,
         };
-        let refs = scratch.meta_refs.get() - refs_before;
+        let entries = match (left, refs) {
+            (false, 0) => scratch.shared_entries(&self.text[open..self.at], entries),
+            _ => entries,
+        };
         Some(Slot::Got((Meta::read(entries, text), refs)))
     }
 
@@ -870,5 +885,96 @@ mod tests {
         }
         assert!(!read(r#"{"name": "n"} x"#));
         assert!(!read(r#"[1]"#));
+    }
+}
+
+#[cfg(test)]
+mod sharing {
+    use super::parse_node;
+    use crate::value::{DecodeScratch, PyValue};
+    use std::sync::Arc;
+
+    fn node(name: &str, meta: &str) -> String {
+        format!(
+            r#"{{"name":"{name}","op":"call_function","target":"aten.mm.default","args":[],"kwargs":{{}},"meta":{meta},"alias":false,"impure":false,"repr":null}}"#
+        )
+    }
+
+    /// Reads two nodes with `meta_a` and `meta_b` on one scratch: their entries, and
+    /// whether the entries are one shared slice.
+    fn two(meta_a: &str, meta_b: &str) -> (String, bool) {
+        let scratch = DecodeScratch::default();
+        let (a, b) = (node("a", meta_a), node("b", meta_b));
+        let a = parse_node(&a, &scratch).expect("parses by hand");
+        let b = parse_node(&b, &scratch).expect("parses by hand");
+        let (super::Slot::Got((a, _)), super::Slot::Got((b, _))) = (a.meta, b.meta) else {
+            panic!("no meta")
+        };
+        let (ea, eb) = (a.shared_entries(), b.shared_entries());
+        (format!("{:?}", a), Arc::ptr_eq(ea, eb))
+    }
+
+    #[test]
+    fn equal_metadata_is_one_shared_slice() {
+        assert!(
+            two(
+                r#"{"autograd_backward":true}"#,
+                r#"{"autograd_backward":true}"#
+            )
+            .1
+        );
+        assert!(two("{}", "{ }").0.contains("{}"));
+        assert!(
+            !two(
+                r#"{"autograd_backward":true}"#,
+                r#"{"autograd_backward":false}"#
+            )
+            .1
+        );
+        // Kept text, or a node reference: not shared.
+        assert!(!two(r#"{"x":1,"comm_type":"a"}"#, r#"{"x":1,"comm_type":"a"}"#).1);
+        assert!(!two(r#"{"custom":{"node":"a"}}"#, r#"{"custom":{"node":"a"}}"#).1);
+    }
+
+    #[test]
+    fn common_metadata_is_shared_after_many_distinct_objects() {
+        // A graph's placeholders come first, each with its own parameter's name: more of them
+        // than the table holds must not keep the common metadata after them from sharing.
+        let scratch = DecodeScratch::default();
+        let entries = |name: &str, meta: &str| {
+            let text = node(name, meta);
+            let node = parse_node(&text, &scratch).expect("parses by hand");
+            let super::Slot::Got((meta, _)) = node.meta else {
+                panic!("no meta")
+            };
+            Arc::clone(meta.shared_entries())
+        };
+        for i in 0..10_000 {
+            entries(&format!("p{i}"), &format!(r#"{{"param_name":"w{i}"}}"#));
+        }
+        let common = r#"{"autograd_backward":true}"#;
+        let (a, b) = (entries("a", common), entries("b", common));
+        assert!(Arc::ptr_eq(&a, &b));
+    }
+
+    #[test]
+    fn equal_metadata_dicts_are_one_shared_dict() {
+        let scratch = DecodeScratch::default();
+        let spec = r#"{"fsdp_bucket_spec":{"input_shape":[4,8],"dtype":"torch.float32"},"param_name":"P"}"#;
+        let specs: Vec<_> = ["a", "b"]
+            .iter()
+            .map(|name| {
+                let text = node(name, &spec.replace('P', name));
+                let node = parse_node(&text, &scratch).expect("parses by hand");
+                let super::Slot::Got((meta, _)) = node.meta else {
+                    panic!("no meta")
+                };
+                match meta.get("fsdp_bucket_spec") {
+                    Some(PyValue::Dict(dict)) => Arc::clone(dict),
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect();
+        assert!(Arc::ptr_eq(&specs[0], &specs[1]));
     }
 }

@@ -32,7 +32,7 @@ pub struct PlannerArgs {
 impl Default for PlannerArgs {
     fn default() -> Self {
         PlannerArgs {
-            group_ranks: PyValue::Dict(Box::new(IndexMap::new())),
+            group_ranks: PyValue::Dict(std::sync::Arc::new(IndexMap::new())),
             module_bucket_plans: PyValue::None,
             block_module_types: PyValue::None,
             policy: PyValue::None,
@@ -92,7 +92,7 @@ impl PlannerArgs {
         map.insert("policy".into(), self.policy.clone());
         map.insert("pp_degree".into(), self.pp_degree.clone());
         map.insert("dp_mode".into(), self.dp_mode.clone());
-        PyValue::Dict(Box::new(map))
+        PyValue::Dict(std::sync::Arc::new(map))
     }
 }
 
@@ -191,7 +191,7 @@ impl BucketPolicy {
             "max_consumer_distance".into(),
             field(self.max_consumer_distance),
         );
-        PyValue::Dict(Box::new(map))
+        PyValue::Dict(std::sync::Arc::new(map))
     }
 }
 

@@ -490,7 +490,7 @@ impl WireRecord {
             meta("comm_type"),
             meta("param_name"),
             meta("state_idx"),
-            PyValue::Dict(Box::new(spec)),
+            PyValue::Dict(std::sync::Arc::new(spec)),
             reduce_op,
         ])
     }

@@ -76,8 +76,9 @@ pub fn describe_bucket(bucket: &Bucket) -> PyValue {
         let PyValue::Dict(mut described) = describe_candidate(member) else {
             unreachable!("describe_candidate returns a dict")
         };
-        described.insert("local_offset".into(), uint(offset));
-        described.insert("local_numel".into(), uint(local_numel));
+        let described_mut = std::sync::Arc::make_mut(&mut described);
+        described_mut.insert("local_offset".into(), uint(offset));
+        described_mut.insert("local_numel".into(), uint(local_numel));
         members.push(PyValue::Dict(described));
         offset = offset.saturating_add(local_numel);
     }
@@ -294,13 +295,14 @@ fn describe_decision(d: &super::Decision, graph: &Graph) -> PyValue {
     }
     map.insert(Key::from("action"), PyValue::Str(d.action.as_str().into()));
     map.insert(Key::from("reason"), PyValue::Str(d.reason.as_str().into()));
-    PyValue::Dict(Box::new(map))
+    PyValue::Dict(std::sync::Arc::new(map))
 }
 
 /// `BucketPlan.to_dict()` with node names for decisions.
 pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
     let mut value = plan_to_value_without_lists(plan, graph);
     if let PyValue::Dict(map) = &mut value {
+        let map = std::sync::Arc::make_mut(map);
         let buckets = plan.buckets.iter().map(describe_bucket).collect();
         let decisions = plan
             .decisions
@@ -454,6 +456,7 @@ fn write_report_with(
     let PyValue::Dict(mut top) = plan_to_value_with_digests(plan, PyValue::None) else {
         unreachable!("plan_to_value_with_digests returns a dict")
     };
+    let top = std::sync::Arc::make_mut(&mut top);
     top.insert(Key::from("buckets"), PyValue::None);
     top.insert(Key::from("decisions"), PyValue::None);
     top.sort_unstable_keys();

@@ -190,7 +190,7 @@ impl RankReport {
             kept.insert(Key::from("buckets"), PyValue::List(of_group));
         }
         Ok(RankReport::from_value(
-            &PyValue::Dict(Box::new(kept)),
+            &PyValue::Dict(std::sync::Arc::new(kept)),
             group,
         ))
     }

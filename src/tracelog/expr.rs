@@ -469,7 +469,7 @@ impl<N: Names + ?Sized> ValueReader<'_, N> {
         loop {
             c.spaces();
             if c.eat("}") {
-                return Ok(PyValue::Dict(Box::new(map)));
+                return Ok(PyValue::Dict(std::sync::Arc::new(map)));
             }
             let key = match self.value_at(c, Place::Meta, depth + 1, false)? {
                 PyValue::Str(s) | PyValue::Dtype(s) => s,
@@ -718,7 +718,9 @@ fn tensor_annotation(text: &str) -> Option<PyValue> {
     };
     summary.insert(Key::from("dtype"), dtype);
     summary.insert(Key::from("device"), PyValue::Str(device.to_string()));
-    Some(PyValue::Tensor(Box::new(PyValue::Dict(Box::new(summary)))))
+    Some(PyValue::Tensor(Box::new(PyValue::Dict(
+        std::sync::Arc::new(summary),
+    ))))
 }
 
 /// A size as `str(int)` writes it (sizes have at most 18 digits); anything else is `None`.
@@ -926,7 +928,9 @@ mod tests {
         d.insert(Key::from("shape"), PyValue::List(shape));
         d.insert(Key::from("dtype"), PyValue::Dtype(dtype.into()));
         d.insert(Key::from("device"), PyValue::Str(device.into()));
-        Annotation::Tensor(PyValue::Tensor(Box::new(PyValue::Dict(Box::new(d)))))
+        Annotation::Tensor(PyValue::Tensor(Box::new(PyValue::Dict(
+            std::sync::Arc::new(d),
+        ))))
     }
 
     #[test]

@@ -780,7 +780,7 @@ fn summary(comment: &str) -> Result<Summary, Expected> {
         match c.peek() {
             Some(b'{') => match reader.value(&mut c, Place::Meta) {
                 Ok(PyValue::Dict(map)) => {
-                    let (custom, truncated) = truncation(*map);
+                    let (custom, truncated) = truncation(std::sync::Arc::unwrap_or_clone(map));
                     s.custom = Some(custom);
                     s.truncated = truncated;
                 }
@@ -865,7 +865,7 @@ fn truncation(map: Dict) -> (PyValue, Vec<String>) {
         })
         .map(|(k, _)| k.to_string())
         .collect();
-    (PyValue::Dict(Box::new(map)), truncated)
+    (PyValue::Dict(std::sync::Arc::new(map)), truncated)
 }
 
 /// `PATH:LINE in FUNCTION, code: CODE` as a one-frame Python traceback, the form of
