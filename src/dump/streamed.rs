@@ -582,26 +582,11 @@ impl<'a, R: Read> Stream<'a, R> {
     /// way is scanned (not declined), and only when the line has at most [`MAX_DEPTH`]
     /// brackets (so the value is not nested deeper).
     fn node_value(&mut self, lines: &mut Lines) -> Result<(usize, usize), Declined> {
-        if *lines == Lines::Scanned {
-            return self.value();
-        }
-        self.peek()?.ok_or(Declined)?;
-        let guess = loop {
-            match memchr::memchr(b'\n', &self.text[self.pos..]) {
-                Some(at) => break line_value(&self.text[self.pos..self.pos + at]),
-                // A line longer than what is held: read on as `value` does (at least doubling
-                // what is held, so a long line is searched a bounded number of times).
-                None => {
-                    if !self.fill(self.text.len() - self.pos)? {
-                        break None;
-                    }
-                }
-            }
-        };
-        let guess = guess.map(|len| (self.pos, self.pos + len));
         match *lines {
+            Lines::Scanned => self.value(),
             Lines::Trial(seen) => {
-                let scanned = self.value()?;
+                let scanned = self.value_with_line_end()?;
+                let guess = self.line_guess_in_held();
                 *lines = match guess == Some(scanned) {
                     true if seen + 1 == Lines::TRIAL => Lines::Taken,
                     true => Lines::Trial(seen + 1),
@@ -609,11 +594,52 @@ impl<'a, R: Read> Stream<'a, R> {
                 };
                 Ok(scanned)
             }
-            _ => match guess {
-                Some(span) => Ok(span),
-                None => self.value(),
-            },
+            Lines::Taken => {
+                self.peek()?.ok_or(Declined)?;
+                let guess = loop {
+                    match memchr::memchr(b'\n', &self.text[self.pos..]) {
+                        Some(at) => break line_value(&self.text[self.pos..self.pos + at]),
+                        // A line longer than what is held: read on as `value` does (at least
+                        // doubling what is held, so a long line is searched a bounded number
+                        // of times).
+                        None => {
+                            if !self.fill(self.text.len() - self.pos)? {
+                                break None;
+                            }
+                        }
+                    }
+                };
+                match guess {
+                    Some(len) => Ok((self.pos, self.pos + len)),
+                    None => self.value(),
+                }
+            }
         }
+    }
+
+    /// [`Stream::value`], with a few bytes after the value held too: where its line ends,
+    /// when it ends the line (a `,` and spaces may come first).
+    fn value_with_line_end(&mut self) -> Result<(usize, usize), Declined> {
+        const AFTER: usize = 64;
+        let (start, end) = self.value()?;
+        if self.text.len() - end >= AFTER {
+            return Ok((start, end));
+        }
+        // `fill` may let go of the text before `pos` (the value's start): the span moves
+        // with it.
+        let before = self.pos;
+        self.fill(AFTER)?;
+        let moved = before - self.pos;
+        Ok((start - moved, end - moved))
+    }
+
+    /// Where the node at `pos` ends if it ends its line, looking only at the text held: a
+    /// dump written on one line is not read whole to find a line break that never comes (at
+    /// 500k nodes that held the whole 171 MB text, and more, as it grew).
+    fn line_guess_in_held(&self) -> Option<(usize, usize)> {
+        let held = &self.text[self.pos..];
+        let at = memchr::memchr(b'\n', held)?;
+        line_value(&held[..at]).map(|len| (self.pos, self.pos + len))
     }
 
     /// The text of `span`, which must be UTF-8 (as the whole-text reader's fast path needs).
@@ -1430,6 +1456,34 @@ mod tests {
             let via_input = crate::dump::read_dump(&gzip(odd.as_bytes())).expect("read");
             assert_eq!(format!("{via_input:?}"), whole(&odd));
         }
+    }
+
+    #[test]
+    fn a_dump_on_one_line_is_scanned_without_being_held_whole() {
+        // As `json.dump` writes it: no line breaks at all. Looking for the end of the first
+        // node's line once read the whole text into the window, and kept it there.
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(20_000))
+            .replace('\n', "");
+        let at = text.find("\"nodes\": [").expect("nodes") + "\"nodes\": [".len();
+        let mut stream = super::Stream::new(Source::Reader(&text.as_bytes()[at..]), u64::MAX)
+            .expect("within the limit");
+        let mut lines = super::Lines::Trial(0);
+        let mut held = 0;
+        for _ in 0..3 * super::Lines::TRIAL {
+            let span = stream.node_value(&mut lines).expect("a node");
+            held = held.max(stream.text.len());
+            stream.pos = span.1;
+            stream.expect(b',').expect("a comma");
+        }
+        assert_eq!(lines, super::Lines::Scanned);
+        assert!(
+            held <= 2 * super::CHUNK,
+            "{held} of {} bytes held",
+            text.len()
+        );
+        let streamed = read(&gzip(text.as_bytes()), &mut ()).expect("read by scans");
+        let whole = crate::dump::read_text_into(text.as_bytes().to_vec(), &mut ()).expect("read");
+        assert_eq!(format!("{streamed:?}"), format!("{whole:?}"));
     }
 
     #[test]
