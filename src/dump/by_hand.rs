@@ -339,6 +339,8 @@ impl<'t> Cursor<'t> {
         let refs_before = scratch.meta_refs.get();
         let mark = scratch.entries_mark();
         let mut walked: smallvec::SmallVec<[KeptEntry; 8]> = smallvec::SmallVec::new();
+        // Each decoded entry's text, from its key to the end of its value.
+        let mut decoded: smallvec::SmallVec<[Range<usize>; 8]> = smallvec::SmallVec::new();
         let mut left = false;
         if !self.eat(b'}') {
             loop {
@@ -355,6 +357,7 @@ impl<'t> Cursor<'t> {
                     let value = self.meta_value(scratch)?;
                     scratch.push_entry(Key::from(key), value);
                     walked.push((key_span, None));
+                    decoded.push(key_start..self.at);
                 } else {
                     left = true;
                     if self.skip_value(2)? {
@@ -376,8 +379,15 @@ impl<'t> Cursor<'t> {
             })?)),
             false => None,
         };
+        // Shared by their text: the whole object's when every entry is decoded, else the
+        // decoded entries' own (the kept ones, `val` and the like, differ from node to node
+        // where the decoded ones do not).
         let entries = match (left, refs) {
             (false, 0) => scratch.shared_entries(&self.text[open..self.at], entries),
+            (true, 0) => {
+                let parts = decoded.iter().map(|span| &self.text[span.clone()]);
+                scratch.shared_entries_of_parts(parts, entries)
+            }
             _ => entries,
         };
         Some(Slot::Got((Meta::read(entries, text), refs)))
@@ -931,8 +941,13 @@ mod sharing {
             )
             .1
         );
-        // Kept text, or a node reference: not shared.
-        assert!(!two(r#"{"x":1,"comm_type":"a"}"#, r#"{"x":1,"comm_type":"a"}"#).1);
+        // Beside kept entries, the decoded ones are shared when they read the same.
+        assert!(two(r#"{"x":1,"comm_type":"a"}"#, r#"{"x":2,"comm_type":"a"}"#).1);
+        assert!(two(r#"{"x":1}"#, r#"{"y":[2]}"#).1, "no decoded entries");
+        assert!(!two(r#"{"x":1,"comm_type":"a"}"#, r#"{"x":1,"comm_type":"b"}"#).1);
+        let (kept, shared) = two(r#"{"x":1,"comm_type":"a"}"#, r#"{"x":1}"#);
+        assert!(!shared, "{kept}");
+        // A node reference: not shared.
         assert!(!two(r#"{"custom":{"node":"a"}}"#, r#"{"custom":{"node":"a"}}"#).1);
     }
 
