@@ -1,5 +1,8 @@
 //! Reading at scale, against the floor: synthetic Llama-like FSDP dumps of about 10k, 100k and
-//! 1M nodes (`commlens::synth`), gzipped as dumps are shipped.
+//! 1M nodes (`commlens::synth`), gzipped as dumps are shipped, each in two shapes: as
+//! `synthetic_dump` writes it (about 450 bytes a node), and `lean` (`synth::lean_dump`: the
+//! exporter's layout without `val`, about 340 bytes a node, the shape issue 14 measured), on
+//! which costs that go with the nodes weigh more against the floor.
 //!
 //! The floor is what reading cannot avoid: gunzip, then a validating serde_json pass that keeps
 //! nothing (`IgnoredAny`). Each step is reported with its ratio to the floor measured in the
@@ -21,7 +24,7 @@
 mod support;
 
 use commlens::planner::Planner;
-use commlens::synth::{synthetic_dump, SynthSpec};
+use commlens::synth::{lean_dump, synthetic_dump, SynthSpec};
 use commlens::{read_dump, Graph};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -30,6 +33,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{best_time as best, ms};
+
+/// The dump shapes, each measured at every size.
+const SHAPES: [&str; 2] = ["synthetic", "lean"];
 
 /// The steps timed in process and in a child process.
 const STEPS: [&str; 3] = ["floor", "read", "prepared"];
@@ -123,6 +129,7 @@ fn numbers<const N: usize>(text: &str) -> [usize; N] {
 }
 
 struct Row {
+    shape: &'static str,
     nodes: usize,
     json_bytes: usize,
     gz_bytes: usize,
@@ -136,8 +143,13 @@ struct Row {
 
 /// This bench run as a child that writes a gzipped synthetic dump of about `target` nodes
 /// to `file`; its node count, JSON size and gzipped size.
-fn write_dump(target: usize, file: &Path) -> (usize, usize, usize) {
-    let json = synthetic_dump(SynthSpec::with_nodes(target)).into_bytes();
+fn write_dump(target: usize, shape: &str, file: &Path) -> (usize, usize, usize) {
+    let text = synthetic_dump(SynthSpec::with_nodes(target));
+    let json = match shape {
+        "lean" => lean_dump(&text).expect("a lean dump"),
+        _ => text,
+    }
+    .into_bytes();
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     encoder.write_all(&json).expect("gzip");
     let gz = encoder.finish().expect("gzip");
@@ -166,7 +178,8 @@ fn main() {
         let extra = std::env::var("COMMLENS_BENCH_EXTRA").unwrap_or_default();
         match mode.as_str() {
             "write" => {
-                let (nodes, json, gz) = write_dump(extra.parse().expect("nodes"), &file);
+                let (nodes, shape) = extra.split_once(' ').expect("nodes and shape");
+                let (nodes, json, gz) = write_dump(nodes.parse().expect("nodes"), shape, &file);
                 println!("{nodes} {json} {gz}");
             }
             "time" => {
@@ -190,9 +203,12 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let cli = cli_binary();
     let mut rows = Vec::new();
-    for target in sizes {
-        let file = dir.join(format!("synth-{target}.json.gz"));
-        let written = child_output("write", &file, &target.to_string());
+    for (target, shape) in sizes
+        .iter()
+        .flat_map(|&target| SHAPES.map(|shape| (target, shape)))
+    {
+        let file = dir.join(format!("{shape}-{target}.json.gz"));
+        let written = child_output("write", &file, &format!("{target} {shape}"));
         let [nodes, json_bytes, gz_bytes] = numbers(&written);
         let runs = runs_override.unwrap_or(if target >= 1_000_000 {
             3
@@ -225,6 +241,7 @@ fn main() {
         });
         std::fs::remove_file(&file).ok();
         rows.push(Row {
+            shape,
             nodes,
             json_bytes,
             gz_bytes,
@@ -241,13 +258,14 @@ fn main() {
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     println!("In process (best of N; ratios to the floor of the same run):\n");
     println!(
-        "| nodes | JSON MB | gz MB | floor ms | read_dump ms | read_prepared ms | read_dump / floor | read_prepared / floor | floor JSON MB/s |"
+        "| shape | nodes | JSON MB | gz MB | floor ms | read_dump ms | read_prepared ms | read_dump / floor | read_prepared / floor | floor JSON MB/s |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         let [floor, read, prepared] = r.times;
         println!(
-            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} |",
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} |",
+            r.shape,
             r.nodes,
             mb(r.json_bytes as u64),
             mb(r.gz_bytes as u64),
@@ -260,8 +278,8 @@ fn main() {
         );
     }
     println!("\nAs processes (wall ms, peak MB, peak / JSON size):\n");
-    let mut header = String::from("| nodes | JSON MB | floor |");
-    let mut rule = String::from("|---:|---:|---:|");
+    let mut header = String::from("| shape | nodes | JSON MB | floor |");
+    let mut rule = String::from("|---|---:|---:|---:|");
     for step in ["read_dump", "read_prepared"] {
         header.push_str(&format!(" {step} |"));
         rule.push_str("---:|");
@@ -285,7 +303,8 @@ fn main() {
             )
         };
         let mut line = format!(
-            "| {} | {:.1} | {:.0} ms, {:.0} MB ({:.2}×) |",
+            "| {} | {} | {:.1} | {:.0} ms, {:.0} MB ({:.2}×) |",
+            r.shape,
             r.nodes,
             mb(r.json_bytes as u64),
             ms(floor),
