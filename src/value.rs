@@ -284,7 +284,7 @@ impl PyValue {
     }
 
     /// Whether an `fx.Node` reference is anywhere in the value.
-    pub fn holds_node(&self) -> bool {
+    fn holds_node(&self) -> bool {
         match self {
             PyValue::Node(_) => true,
             PyValue::List(items) => items.iter().any(PyValue::holds_node),
@@ -867,10 +867,10 @@ pub(crate) struct DecodeScratch {
     /// a layer's `fsdp_bucket_spec` is its neighbour's (at 500k nodes, 85k specs were 33 MB
     /// of a `roles` run's peak). Bounded in entries and in text a key.
     dicts: RefCell<foldhash::HashMap<Box<str>, Arc<Dict>>>,
-    /// Whole `meta` objects' entries, by their text, shared in the same way: most nodes'
-    /// metadata is one of a few objects.
+    /// Nodes' decoded metadata entries, by their text, shared in the same way: most nodes'
+    /// decoded metadata is one of a few.
     metas: RefCell<foldhash::HashMap<Box<str>, crate::meta::Entries>>,
-    /// Where [`DecodeScratch::shared_entries_of_parts`] puts its key together.
+    /// Where [`DecodeScratch::shared_entries`] puts its key together.
     parts_text: RefCell<String>,
 }
 
@@ -969,10 +969,10 @@ impl DecodeScratch {
         out.into()
     }
 
-    /// [`DecodeScratch::shared_entries`] for entries read from `parts` (each an entry's text,
-    /// from its key to the end of its value, in order), where the object holds others too.
-    /// Their key cannot be a whole object's: it does not start with `{`.
-    pub(crate) fn shared_entries_of_parts<'p>(
+    /// `entries`, or the equal ones read earlier from the same `parts` (each a decoded
+    /// entry's text, from its key to the end of its value, in order; none holding a node
+    /// reference), shared. Only short texts are kept, in a bounded table.
+    pub(crate) fn shared_entries<'p>(
         &self,
         parts: impl Iterator<Item = &'p str> + Clone,
         entries: crate::meta::Entries,
@@ -986,25 +986,11 @@ impl DecodeScratch {
             text.push_str(part);
             text.push(',');
         }
-        self.shared_entries(&text, entries)
-    }
-
-    /// `entries`, or the equal ones read earlier from exactly `text` (a whole `meta` object
-    /// whose every entry was decoded, or the decoded entries' parts; without node
-    /// references), shared: only short texts, and a bounded table.
-    pub(crate) fn shared_entries(
-        &self,
-        text: &str,
-        entries: crate::meta::Entries,
-    ) -> crate::meta::Entries {
-        if text.len() > MAX_SHARED_ENTRIES_TEXT {
-            return entries;
-        }
         let mut metas = self.metas.borrow_mut();
-        if let Some(shared) = metas.get(text) {
+        if let Some(shared) = metas.get(text.as_str()) {
             return Arc::clone(shared);
         }
-        keep_to_share(&mut metas, text, &entries, MAX_SHARED_ENTRIES_TEXT);
+        keep_to_share(&mut metas, &text, &entries, MAX_SHARED_ENTRIES_TEXT);
         entries
     }
 

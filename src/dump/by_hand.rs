@@ -186,7 +186,7 @@ impl<'t> Cursor<'t> {
         let decoded = by_serde(text, scratch.seed(Context::Meta))?;
         // Metadata never fails to decode.
         let value = decoded.value.unwrap_or(PyValue::None);
-        if !may_refer && scratch.meta_refs.get() == refs {
+        if !may_refer {
             scratch.share_dict(text, &value);
         }
         Some(value)
@@ -332,7 +332,6 @@ impl<'t> Cursor<'t> {
             self.literal(b"null")?;
             return Some(Slot::Got((Meta::new(), 0)));
         }
-        let open = self.at;
         if !self.eat(b'{') {
             return None;
         }
@@ -379,14 +378,12 @@ impl<'t> Cursor<'t> {
             })?)),
             false => None,
         };
-        // Shared by their text: the whole object's when every entry is decoded, else the
-        // decoded entries' own (the kept ones, `val` and the like, differ from node to node
-        // where the decoded ones do not).
-        let entries = match (left, refs) {
-            (false, 0) => scratch.shared_entries(&self.text[open..self.at], entries),
-            (true, 0) => {
+        // Shared by the decoded entries' own text (kept ones, `val` and the like, differ from
+        // node to node where the decoded ones do not).
+        let entries = match refs {
+            0 => {
                 let parts = decoded.iter().map(|span| &self.text[span.clone()]);
-                scratch.shared_entries_of_parts(parts, entries)
+                scratch.shared_entries(parts, entries)
             }
             _ => entries,
         };
