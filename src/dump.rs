@@ -85,6 +85,16 @@ impl Target {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether the two are the same shared string (not only equal text).
+    pub(crate) fn is(&self, other: &Target) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The shared string's address: equal for targets that [`Target::is`] the same.
+    pub(crate) fn address(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.0).cast::<u8>() as usize
+    }
 }
 
 impl std::ops::Deref for Target {
@@ -172,9 +182,7 @@ pub struct NodeRepr {
 impl NodeRepr {
     /// `None` when the three together are 4 GiB or more (a dump's input limit is far below).
     pub fn new(target: &str, args: &str, kwargs: &str) -> Option<NodeRepr> {
-        let args_at = u32::try_from(target.len()).ok()?;
-        let kwargs_at = u32::try_from(target.len() + args.len()).ok()?;
-        u32::try_from(target.len() + args.len() + kwargs.len()).ok()?;
+        let (args_at, kwargs_at) = NodeRepr::fits(target, args, kwargs)?;
         let mut text = String::with_capacity(target.len() + args.len() + kwargs.len());
         text.push_str(target);
         text.push_str(args);
@@ -184,6 +192,14 @@ impl NodeRepr {
             args_at,
             kwargs_at,
         })
+    }
+
+    /// Where `args` and `kwargs` would start in the text; `None` when the three do not fit.
+    fn fits(target: &str, args: &str, kwargs: &str) -> Option<(u32, u32)> {
+        let args_at = u32::try_from(target.len()).ok()?;
+        let kwargs_at = u32::try_from(target.len() + args.len()).ok()?;
+        u32::try_from(target.len() + args.len() + kwargs.len()).ok()?;
+        Some((args_at, kwargs_at))
     }
 
     /// `str(node.target)`.
@@ -368,8 +384,9 @@ pub trait NodeSink {
     fn node(&mut self, index: usize, node: &Node);
 
     /// Whether the nodes keep their `repr` once read. Each node is hashed into the signature
-    /// and handed to [`NodeSink::node`] with it either way; a reader of a graph that will not
-    /// be hashed or written again (`input::read_graph_without_repr`) lets it go then.
+    /// with it either way; a reader of a graph that will not be hashed or written again
+    /// (`input::read_graph_without_repr`) lets it go then, and a node whose signature record
+    /// was written before it was checked reaches [`NodeSink::node`] without it.
     fn keeps_repr(&self) -> bool {
         true
     }
@@ -1615,6 +1632,37 @@ impl ParsedNodes {
         }
     }
 
+    /// Readies the cache for taking `raw` a few nodes from now: the name table's slots for
+    /// its name and the nodes its arguments name (see [`NameTable::prefetch`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn prefetch(&self, raw: &Slot<RawNode<'_>>) {
+        let Slot::Got(raw) = raw else { return };
+        if let Slot::Got(name) = &raw.name {
+            self.index.prefetch(name);
+        }
+        if let Slot::Got(Ok(args)) = &raw.args {
+            for arg in args {
+                match arg {
+                    PyValue::Node(r) => self.index.prefetch(&r.name),
+                    PyValue::List(items) => items.iter().for_each(|item| {
+                        if let PyValue::Node(r) = item {
+                            self.index.prefetch(&r.name);
+                        }
+                    }),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Adds `raw`'s signature record, written from its parsed fields before it is checked;
+    /// false, adding nothing, when that needs the check (`RawNode::write_record`).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn hash_parsed(&mut self, raw: &Slot<RawNode<'_>>) -> bool {
+        let Slot::Got(raw) = raw else { return false };
+        self.signature.add_writing(|out| raw.write_record(out))
+    }
+
     /// Checks node `i` as parsed and takes it, handing it to `sink`, and adds its signature
     /// record unless it was `hashed` (written where it was parsed). False when it broke a
     /// rule (kept in `error`): the rest is then only parsed.
@@ -1626,8 +1674,15 @@ impl ParsedNodes {
         sink: &mut dyn NodeSink,
         hashed: bool,
     ) -> bool {
+        // A repr is built only to be kept or hashed: copying it out of the text was 2% of a
+        // `plan` run's checking thread, for a value let go right after. When nobody keeps
+        // it, the node's record is written from its parsed fields (as the reading thread
+        // writes those it parses), so it is not needed for the signature either.
+        #[cfg(not(target_arch = "wasm32"))]
+        let hashed = hashed || (!sink.keeps_repr() && self.hash_parsed(raw));
+        let build_repr = !hashed || sink.keeps_repr();
         let lookup = |name: &str| self.index.find(&self.nodes, name);
-        match check_node(i, raw, &lookup, targets) {
+        match check_node(i, raw, &lookup, targets, build_repr) {
             Ok((node, meta_refs)) => {
                 // No earlier node failed, so `i` is the node's position.
                 self.nodes.push(node);
@@ -1782,6 +1837,7 @@ fn check_node<'de>(
     raw: &mut Slot<RawNode<'de>>,
     lookup: &dyn Fn(&str) -> Option<usize>,
     targets: &mut Targets,
+    build_repr: bool,
 ) -> Result<(Node, usize), DumpError> {
     let not_an_object = |kind: Kind| DumpError::Node {
         index: i,
@@ -1930,10 +1986,15 @@ fn check_node<'de>(
             let target = text(fields.target, "target")?;
             let args = text(fields.args, "args")?;
             let kwargs = text(fields.kwargs, "kwargs")?;
-            Some(
-                NodeRepr::new(&target, &args, &kwargs)
-                    .ok_or_else(|| err("repr", "longer than 4 GiB in all".into()))?,
-            )
+            let too_long = || err("repr", "longer than 4 GiB in all".into());
+            match build_repr {
+                true => Some(NodeRepr::new(&target, &args, &kwargs).ok_or_else(too_long)?),
+                false => {
+                    // Checked as building it would check.
+                    NodeRepr::fits(&target, &args, &kwargs).ok_or_else(too_long)?;
+                    None
+                }
+            }
         }
         Slot::Wrong(kind) => {
             return Err(err(

@@ -164,6 +164,69 @@ pub struct GraphBuilder {
     /// `last_reader[i]` is the last node that listed node `i` as an input: inputs are
     /// deduplicated in constant time, even for an output node that reads every gradient.
     last_reader: Vec<usize>,
+    targets: TargetFactsCache,
+}
+
+/// What a `call_function` node's facts take from its target alone.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct TargetFacts {
+    collective: bool,
+    /// A `wait_tensor` of any collective namespace.
+    wait_any: bool,
+    /// `_c10d_functional.wait_tensor`.
+    wait: bool,
+    /// A view by its name (when the node does not record `alias`).
+    view: bool,
+    /// Effectful by its name (when the node does not record `impure`).
+    effectful: bool,
+}
+
+impl TargetFacts {
+    fn of(target: &str) -> TargetFacts {
+        // `collective_op`, `is_wait_target` and `target_is_op` on one split of the target.
+        let split = split_op(target);
+        TargetFacts {
+            collective: matches!(split, Some((ns, op, _))
+                if COLLECTIVE_NAMESPACES.contains(&ns) && COLLECTIVE_OPS.contains(&op)),
+            wait_any: matches!(split, Some((ns, "wait_tensor", _))
+                if COLLECTIVE_NAMESPACES.contains(&ns)),
+            wait: matches!(split, Some(("_c10d_functional", "wait_tensor", _))),
+            view: target == "_operator.getitem"
+                || matches!(split, Some(("aten", op, _)) if VIEW_OPS.contains(&op)),
+            effectful: effectful_by_name(target),
+        }
+    }
+}
+
+/// [`TargetFacts`] of the targets seen last, by the shared string (a graph has a few dozen
+/// targets over its many nodes, and the reader gives the nodes of one target one string):
+/// splitting the target and looking its parts up in the op lists, for every node, was 2% of
+/// a `plan` run's checking thread.
+#[derive(Default)]
+struct TargetFactsCache {
+    /// Direct-mapped by the string's address; each entry holds its target, so the address
+    /// cannot be reused by another string while the entry stands.
+    slots: Vec<Option<(crate::dump::Target, TargetFacts)>>,
+}
+
+impl TargetFactsCache {
+    const SLOTS: usize = 64;
+
+    fn get(&mut self, target: &crate::dump::Target) -> TargetFacts {
+        if self.slots.is_empty() {
+            self.slots.resize(Self::SLOTS, None);
+        }
+        // Allocations are at least 16-byte aligned: the low bits say nothing.
+        let slot = &mut self.slots[(target.address() >> 4) % Self::SLOTS];
+        match slot {
+            Some((held, facts)) if held.is(target) => *facts,
+            _ => {
+                let facts = TargetFacts::of(target);
+                *slot = Some((target.clone(), facts));
+                facts
+            }
+        }
+    }
 }
 
 impl GraphBuilder {
@@ -176,6 +239,7 @@ impl GraphBuilder {
             user_count: vec![0; count + 1],
             facts: Vec::with_capacity(count),
             last_reader: vec![usize::MAX; count],
+            targets: TargetFactsCache::default(),
         }
     }
 
@@ -209,7 +273,10 @@ impl GraphBuilder {
             self.user_count[input] += 1;
         }
         self.input_start.push(self.input_list.len());
-        let facts = node_facts(node);
+        let facts = match node.op {
+            Op::CallFunction => node_facts(node, self.targets.get(&node.target)),
+            _ => node_facts(node, TargetFacts::of("")),
+        };
         self.facts.push(facts);
         facts
     }
@@ -669,6 +736,24 @@ impl NameTable {
         self.slots = slots;
     }
 
+    /// Asks the processor to bring the slot `name` starts its probe at into cache, ahead of
+    /// adding or finding it: the table is probed at random, and at 500k nodes waiting for
+    /// that slot was most of adding a name (8% of a `plan` run). A hint only: it changes
+    /// nothing, and does nothing where there is no such instruction.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn prefetch(&self, name: &str) {
+        #[cfg(target_arch = "x86_64")]
+        if self.ordered.is_none() {
+            let at = name_hash(name) as u32 as usize & (self.slots.len() - 1);
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: SSE is in every x86_64 processor (the target's baseline), and a
+            // prefetch neither reads into the program nor faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(self.slots[at..].as_ptr().cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = name;
+    }
+
     pub(crate) fn find(&self, nodes: &[Node], name: &str) -> Option<NodeId> {
         if let Some(ordered) = &self.ordered {
             return ordered.get(name).copied();
@@ -717,7 +802,9 @@ pub fn collective_op(node: &Node) -> Option<&str> {
     (COLLECTIVE_NAMESPACES.contains(&namespace) && COLLECTIVE_OPS.contains(&op)).then_some(op)
 }
 
-fn node_facts(node: &Node) -> NodeFacts {
+/// The node's facts; `target` is [`TargetFacts::of`] its target (read for `call_function`
+/// nodes only).
+fn node_facts(node: &Node, target: TargetFacts) -> NodeFacts {
     // Metadata the planner and classifier ask of every node, read once here.
     let backward = node.meta_flag("autograd_backward");
     let tag = CommTag::parse(node.meta_str("comm_type"));
@@ -728,30 +815,17 @@ fn node_facts(node: &Node) -> NodeFacts {
             ..NodeFacts::plain(node.op)
         };
     }
-    // `collective_op`, `is_wait_target` and `target_is_op` on one split of the target.
-    let split = split_op(&node.target);
-    let collective = matches!(split, Some((ns, op, _))
-        if COLLECTIVE_NAMESPACES.contains(&ns) && COLLECTIVE_OPS.contains(&op));
-    let wait_any = matches!(split, Some((ns, "wait_tensor", _))
-        if COLLECTIVE_NAMESPACES.contains(&ns));
-    let view = match node.alias {
-        Some(alias) => alias,
-        None => {
-            node.target == "_operator.getitem"
-                || matches!(split, Some(("aten", op, _)) if VIEW_OPS.contains(&op))
-        }
-    };
-    let barrier = !collective
-        && !wait_any
+    let barrier = !target.collective
+        && !target.wait_any
         && match node.impure {
             Some(impure) => impure,
-            None => effectful_by_name(&node.target),
+            None => target.effectful,
         };
     NodeFacts {
         op: node.op,
-        collective,
-        wait: matches!(split, Some(("_c10d_functional", "wait_tensor", _))),
-        view,
+        collective: target.collective,
+        wait: target.wait,
+        view: node.alias.unwrap_or(target.view),
         barrier,
         backward,
         tag,
@@ -847,6 +921,40 @@ mod tests {
         }
     }
 
+    /// The builder's facts come from targets it has seen before (by the shared string) and
+    /// must be each node's own: targets that share a string, targets with equal text in
+    /// different strings, and more targets than the cache has slots, in an order that keeps
+    /// evicting them.
+    #[test]
+    fn facts_from_remembered_targets_are_each_nodes_own() {
+        let shared: Vec<crate::dump::Target> =
+            ["aten.mm.default", "_c10d_functional.wait_tensor.default"]
+                .map(crate::dump::Target::from)
+                .to_vec();
+        let mut nodes = Vec::new();
+        for round in 0..3 {
+            for k in 0..3 * TargetFactsCache::SLOTS {
+                let target = match k % 4 {
+                    0 => format!("aten.view{k}.default"),
+                    1 => "aten.view.default".to_string(),
+                    2 => "_c10d_functional.all_gather_into_tensor.default".to_string(),
+                    _ => format!("aten.add_{k}.Tensor"),
+                };
+                let mut n = node(&format!("n{round}_{k}"), &target, None, None);
+                if k % 5 == 0 {
+                    n.target = shared[k % 2].clone();
+                }
+                nodes.push(n);
+            }
+        }
+        let graph = Graph::new(dump_of(nodes));
+        for id in 0..graph.len() {
+            let n = graph.node(id);
+            let expected = node_facts(n, TargetFacts::of(&n.target));
+            assert_eq!(graph.facts(id), expected, "{}", n.target.as_str());
+        }
+    }
+
     /// `node_facts` splits the target once; it must agree with the helpers it stands for.
     #[test]
     fn node_facts_agree_with_the_helpers() {
@@ -901,7 +1009,8 @@ mod tests {
                         backward: false,
                         tag: CommTag::Untagged,
                     };
-                    assert_eq!(node_facts(&n), expected, "{target} {alias:?} {impure:?}");
+                    let facts = node_facts(&n, TargetFacts::of(&n.target));
+                    assert_eq!(facts, expected, "{target} {alias:?} {impure:?}");
                 }
             }
         }

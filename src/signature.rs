@@ -162,6 +162,23 @@ impl SignatureHasher {
         self.flush_if_full();
     }
 
+    /// Adds the next node's record as `write` writes it ([`write_record`]'s text), unless it
+    /// writes nothing and returns false; whether it was added.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn add_writing(&mut self, write: impl FnOnce(&mut String) -> bool) -> bool {
+        let before = self.buffer.len();
+        if self.count > 0 {
+            self.buffer.push_str(", ");
+        }
+        if !write(&mut self.buffer) {
+            self.buffer.truncate(before);
+            return false;
+        }
+        self.count += 1;
+        self.flush_if_full();
+        true
+    }
+
     fn flush_if_full(&mut self) {
         let piece = if self.hasher.is_some() {
             PIECE

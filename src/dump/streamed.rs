@@ -753,6 +753,11 @@ pub(super) fn parse_node_by_serde<'t>(
 #[cfg(not(target_arch = "wasm32"))]
 const BATCH: usize = 256;
 
+/// How many nodes ahead of the one being checked the name table is readied for (see
+/// `ParsedNodes::prefetch`): about as many as take the time of a cache miss to check.
+#[cfg(not(target_arch = "wasm32"))]
+const PREFETCH_AHEAD: usize = 8;
+
 /// Batches not yet checked, at most: what bounds the memory between the threads.
 #[cfg(not(target_arch = "wasm32"))]
 const IN_FLIGHT: usize = 8;
@@ -824,7 +829,16 @@ impl ParsedBatch {
         } = self;
         let count = nodes.len();
         let hashed = records.is_some();
-        let taken = nodes.iter_mut().all(|raw| take.take(raw, hashed));
+        let mut taken = true;
+        for k in 0..count {
+            if let Some(ahead) = nodes.get(k + PREFETCH_AHEAD) {
+                take.parsed.prefetch(ahead);
+            }
+            if !take.take(&mut nodes[k], hashed) {
+                taken = false;
+                break;
+            }
+        }
         if let (true, Some(records)) = (taken, &records) {
             take.parsed.signature.add_written(records, count);
         }
