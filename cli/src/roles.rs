@@ -25,12 +25,18 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let graph = commlens::input::read_graph_without_repr(input, args.choice.graph)
         .map_err(|e| CliError::Failed(format!("{}: {e}", args.dump)))?;
     print_notes(&args.dump, &graph.dump.warnings);
-    let report = RolesReport::new(graph);
     if args.json {
-        write_output_with(None, |w| report.write_json(w))?;
+        // Written as it is made: the classification's part while the plan is made.
+        let mut report = None;
+        write_output_with(None, |w| {
+            report = Some(RolesReport::new_writing_json(graph, w)?);
+            Ok(())
+        })?;
+        keep_until_exit(report);
     } else {
+        let report = RolesReport::new(graph);
         write_output(None, &report.to_text())?;
+        keep_until_exit(report);
     }
-    keep_until_exit(report);
     Ok(ExitCode::SUCCESS)
 }
