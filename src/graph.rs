@@ -273,10 +273,7 @@ impl GraphBuilder {
             self.user_count[input] += 1;
         }
         self.input_start.push(self.input_list.len());
-        let facts = match node.op {
-            Op::CallFunction => node_facts(node, self.targets.get(&node.target)),
-            _ => node_facts(node, TargetFacts::of("")),
-        };
+        let facts = node_facts(node, || self.targets.get(&node.target));
         self.facts.push(facts);
         facts
     }
@@ -802,9 +799,9 @@ pub fn collective_op(node: &Node) -> Option<&str> {
     (COLLECTIVE_NAMESPACES.contains(&namespace) && COLLECTIVE_OPS.contains(&op)).then_some(op)
 }
 
-/// The node's facts; `target` is [`TargetFacts::of`] its target (read for `call_function`
-/// nodes only).
-fn node_facts(node: &Node, target: TargetFacts) -> NodeFacts {
+/// The node's facts; `target` gives [`TargetFacts::of`] its target (asked for
+/// `call_function` nodes only).
+fn node_facts(node: &Node, target: impl FnOnce() -> TargetFacts) -> NodeFacts {
     // Metadata the planner and classifier ask of every node, read once here.
     let backward = node.meta_flag("autograd_backward");
     let tag = CommTag::parse(node.meta_str("comm_type"));
@@ -815,6 +812,7 @@ fn node_facts(node: &Node, target: TargetFacts) -> NodeFacts {
             ..NodeFacts::plain(node.op)
         };
     }
+    let target = target();
     let barrier = !target.collective
         && !target.wait_any
         && match node.impure {
@@ -950,7 +948,7 @@ mod tests {
         let graph = Graph::new(dump_of(nodes));
         for id in 0..graph.len() {
             let n = graph.node(id);
-            let expected = node_facts(n, TargetFacts::of(&n.target));
+            let expected = node_facts(n, || TargetFacts::of(&n.target));
             assert_eq!(graph.facts(id), expected, "{}", n.target.as_str());
         }
     }
@@ -1009,7 +1007,7 @@ mod tests {
                         backward: false,
                         tag: CommTag::Untagged,
                     };
-                    let facts = node_facts(&n, TargetFacts::of(&n.target));
+                    let facts = node_facts(&n, || TargetFacts::of(&n.target));
                     assert_eq!(facts, expected, "{target} {alias:?} {impure:?}");
                 }
             }

@@ -133,18 +133,11 @@ impl SignatureHasher {
 
     /// Adds the next node's record: `(name, str(target), str(args), str(kwargs), metadata)`.
     pub fn add(&mut self, node: &Node) {
-        if self.count > 0 {
-            self.buffer.push_str(", ");
-        }
-        self.count += 1;
         let (target, args, kwargs) = python_strings(node);
-        write_record(
-            &mut self.buffer,
-            &node.name,
-            [&target, &args, &kwargs],
-            &node.meta,
-        );
-        self.flush_if_full();
+        self.add_writing(|out| {
+            write_record(out, &node.name, [&target, &args, &kwargs], &node.meta);
+            true
+        });
     }
 
     /// Adds the next `count` records, written by [`write_record`] with `", "` between them
@@ -164,7 +157,6 @@ impl SignatureHasher {
 
     /// Adds the next node's record as `write` writes it ([`write_record`]'s text), unless it
     /// writes nothing and returns false; whether it was added.
-    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn add_writing(&mut self, write: impl FnOnce(&mut String) -> bool) -> bool {
         let before = self.buffer.len();
         if self.count > 0 {

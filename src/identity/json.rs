@@ -593,6 +593,16 @@ impl RolesReport {
             || crate::planner::plan(&graph, &args).ok(),
             || classify(&graph),
         );
+        RolesReport::from_parts(graph, classification, plan)
+    }
+
+    /// The report of `graph`, classified, and its plan (none when the planner rejected the
+    /// dump's arguments).
+    fn from_parts(
+        graph: Graph,
+        classification: Classification,
+        plan: Option<crate::planner::BucketPlan>,
+    ) -> RolesReport {
         let (buckets, bucket_diagnostics) = match plan {
             Some(plan) => bucket_identities(&graph, &classification, &plan),
             None => (Vec::new(), Vec::new()),
@@ -634,16 +644,7 @@ impl RolesReport {
             },
         );
         written?;
-        let (buckets, bucket_diagnostics) = match plan {
-            Some(plan) => bucket_identities(&graph, &classification, &plan),
-            None => (Vec::new(), Vec::new()),
-        };
-        let report = RolesReport {
-            graph,
-            classification,
-            buckets,
-            bucket_diagnostics,
-        };
+        let report = RolesReport::from_parts(graph, classification, plan);
         crate::text::write_in_pieces(w, |out, flush| {
             let fields = roles_plan_fields(
                 &report.graph,
