@@ -278,12 +278,40 @@ pub async fn fetch_bytes(
 }
 
 /// Reads a dropped or picked file, after checking its size against `limit`.
+///
+/// The room for its bytes is reserved and written to while the browser reads the file, which
+/// leaves this thread idle: the fresh memory's pages are then faulted in before the copy
+/// rather than during it.
 pub async fn read_file(file: &web_sys::File, limit: u64) -> Result<Vec<u8>, String> {
-    crate::limits::check(&file.name(), file.size() as u64, limit)?;
-    let buf = JsFuture::from(file.array_buffer())
+    let name = file.name();
+    crate::limits::check(&name, file.size() as u64, limit)?;
+    let pending = file.array_buffer();
+    let mut out: Vec<u8> = Vec::new();
+    let too_large = |_| format!("{name} is too large to read");
+    out.try_reserve_exact(file.size() as usize)
+        .map_err(too_large)?;
+    touch_pages(out.spare_capacity_mut());
+    let buf = JsFuture::from(pending)
         .await
-        .map_err(|e| format!("could not read {}: {}", file.name(), js_err(e)))?;
-    Ok(Uint8Array::new(&buf).to_vec())
+        .map_err(|e| format!("could not read {name}: {}", js_err(e)))?;
+    let bytes = Uint8Array::new(&buf);
+    let len = bytes.length() as usize;
+    // The file may have changed since its size was read.
+    crate::limits::check(&name, len as u64, limit)?;
+    out.try_reserve_exact(len).map_err(too_large)?;
+    let copied = bytes
+        .copy_to_uninit(&mut out.spare_capacity_mut()[..len])
+        .len();
+    // SAFETY: `copy_to_uninit` wrote the first `copied` (= `len`) bytes of the spare room.
+    unsafe { out.set_len(copied) };
+    Ok(out)
+}
+
+/// Writes a byte of each page of `room`, so that the engine commits the pages now.
+fn touch_pages(room: &mut [std::mem::MaybeUninit<u8>]) {
+    for page in room.chunks_mut(4096) {
+        page[0].write(0);
+    }
 }
 
 /// Offers `text` as a download named `name`.

@@ -5,10 +5,15 @@
 //! started with. Reading a dump is one long call, so a session's first read ran its loops on
 //! baseline code: in headless Chromium a 100k-node dump read, classified and planned in about
 //! 0.55 s on first sight and 0.35 s the second time (docs/performance.md). So at start-up the
-//! page reads, classifies and plans a small synthetic dump the way it reads the user's, which
-//! gets the hot code optimised while a link's dump downloads or the user picks a file.
+//! page reads, classifies and plans a small synthetic dump the way it reads the user's (its
+//! signature digested by the browser's worker where a load's will be, whose first digest also
+//! starts WebCrypto up), and draws the plan's timeline as the chart does, which gets the hot
+//! code optimised while a link's dump downloads or the user picks a file.
+
+use std::rc::Rc;
 
 use commlens::synth::{synthetic_dump, SynthSpec};
+use commlens::timeline::{build_scene_with, render_svg, SceneOptions, Viewport, DEFAULT_WIDTH};
 
 use crate::{browser, model, views};
 
@@ -37,19 +42,36 @@ fn wanted(url: &crate::url_state::UrlState) -> bool {
 }
 
 fn run() {
-    let _ = warm_up(browser::now_ms);
+    wasm_bindgen_futures::spawn_local(async {
+        let _ = warm_up(browser::now_ms).await;
+    });
 }
 
-/// What a load runs: the read with its checks, preparing for planning, classifying, then a
-/// plan and its timeline. Returns how many buckets the plan has (the outcome is not kept).
-fn warm_up(now: impl Fn() -> f64) -> Result<usize, String> {
+/// What a load runs: the read with its checks (the signature digested where a load's is),
+/// preparing for planning, classifying, then a plan, its timeline and the chart's drawing of
+/// it. Returns how many buckets the plan has and how long the drawing is (the outcome is not
+/// kept).
+async fn warm_up(now: impl Fn() -> f64) -> Result<(usize, usize), String> {
     let text = synthetic_dump(SynthSpec::with_nodes(NODES));
-    let loaded = views::load_graph("warm-up", None, text.into_bytes(), None)?;
+    let loaded = views::load_graph_digested("warm-up", None, text.into_bytes(), None).await?;
     let planned = model::plan(&loaded, &model::Settings::default(), now);
-    match (planned.plan, planned.error) {
-        (Some(plan), _) => Ok(plan.buckets.len()),
-        (None, e) => Err(e.unwrap_or_default()),
-    }
+    let buckets = match (&planned.plan, planned.error) {
+        (Some(plan), _) => plan.buckets.len(),
+        (None, e) => return Err(e.unwrap_or_default()),
+    };
+    let scene = build_scene_with(
+        &planned.timeline,
+        &SceneOptions {
+            viewport: Viewport::full(planned.timeline.node_count),
+            width: DEFAULT_WIDTH,
+            focus: None,
+            exposed: Rc::from(Vec::new()),
+            bucket_times: Rc::from(Vec::new()),
+            time: None,
+            marked: None,
+        },
+    );
+    Ok((buckets, render_svg(&scene).len()))
 }
 
 #[cfg(test)]
@@ -73,11 +95,19 @@ mod tests {
         }
     }
 
-    /// The warm-up goes through the whole of a load: a dump that stopped reading or planning
-    /// would warm nothing up, silently.
+    /// The warm-up goes through the whole of a load: a dump that stopped reading, planning or
+    /// drawing would warm nothing up, silently. (Natively there is no browser to digest the
+    /// signature, so the warm-up is ready at once.)
     #[test]
-    fn the_warm_up_reads_and_plans_a_real_graph() {
-        let buckets = super::warm_up(|| 0.0).expect("the warm-up dump reads and plans");
+    fn the_warm_up_reads_plans_and_draws_a_real_graph() {
+        let mut warm_up = std::pin::pin!(super::warm_up(|| 0.0));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let std::task::Poll::Ready(outcome) = std::future::Future::poll(warm_up.as_mut(), &mut cx)
+        else {
+            panic!("a native warm-up waited");
+        };
+        let (buckets, svg) = outcome.expect("the warm-up dump reads, plans and draws");
         assert!(buckets > 10, "{buckets} buckets");
+        assert!(svg > 10_000, "a drawing of {svg} bytes");
     }
 }
