@@ -283,13 +283,12 @@ pub async fn fetch_bytes(
 /// leaves this thread idle: the fresh memory's pages are then faulted in before the copy
 /// rather than during it.
 pub async fn read_file(file: &web_sys::File, limit: u64) -> Result<Vec<u8>, String> {
-    let name = file.name();
-    crate::limits::check(&name, file.size() as u64, limit)?;
+    let (name, size) = (file.name(), file.size() as u64);
+    crate::limits::check(&name, size, limit)?;
     let pending = file.array_buffer();
     let mut out: Vec<u8> = Vec::new();
     let too_large = |_| format!("{name} is too large to read");
-    out.try_reserve_exact(file.size() as usize)
-        .map_err(too_large)?;
+    out.try_reserve_exact(size as usize).map_err(too_large)?;
     touch_pages(out.spare_capacity_mut());
     let buf = JsFuture::from(pending)
         .await

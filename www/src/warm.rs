@@ -10,10 +10,8 @@
 //! starts WebCrypto up), and draws the plan's timeline as the chart does, which gets the hot
 //! code optimised while a link's dump downloads or the user picks a file.
 
-use std::rc::Rc;
-
 use commlens::synth::{synthetic_dump, SynthSpec};
-use commlens::timeline::{build_scene_with, render_svg, SceneOptions, Viewport, DEFAULT_WIDTH};
+use commlens::timeline::{build_scene, render_svg, Viewport, DEFAULT_WIDTH};
 
 use crate::{browser, model, views};
 
@@ -59,17 +57,10 @@ async fn warm_up(now: impl Fn() -> f64) -> Result<(usize, usize), String> {
         (Some(plan), _) => plan.buckets.len(),
         (None, e) => return Err(e.unwrap_or_default()),
     };
-    let scene = build_scene_with(
+    let scene = build_scene(
         &planned.timeline,
-        &SceneOptions {
-            viewport: Viewport::full(planned.timeline.node_count),
-            width: DEFAULT_WIDTH,
-            focus: None,
-            exposed: Rc::from(Vec::new()),
-            bucket_times: Rc::from(Vec::new()),
-            time: None,
-            marked: None,
-        },
+        Viewport::full(planned.timeline.node_count),
+        DEFAULT_WIDTH,
     );
     Ok((buckets, render_svg(&scene).len()))
 }
