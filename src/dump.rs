@@ -170,14 +170,23 @@ impl Targets {
 }
 
 /// Python's own renderings of a node, used verbatim by the graph signature. Held as one
-/// string and two offsets (24 bytes and one allocation, where three `String`s took 72 and
-/// three): a dump has one per node.
+/// string and two offsets behind one pointer: a `Node` holds an `Option<NodeRepr>` of 8
+/// bytes, not 24, and most reads keep none (at 500k nodes the 16 bytes a node were 8 MB of
+/// every command's peak, docs/performance.md).
 #[derive(Clone, PartialEq, Eq)]
-pub struct NodeRepr {
+pub struct NodeRepr(Box<ReprParts>);
+
+/// The three strings as one, with where the second and third start (three `String`s took 72
+/// bytes and three allocations).
+#[derive(Clone, PartialEq, Eq)]
+struct ReprParts {
     text: Box<str>,
     args_at: u32,
     kwargs_at: u32,
 }
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Option<NodeRepr>>() == 8);
 
 impl NodeRepr {
     /// `None` when the three together are 4 GiB or more (a dump's input limit is far below).
@@ -187,11 +196,11 @@ impl NodeRepr {
         text.push_str(target);
         text.push_str(args);
         text.push_str(kwargs);
-        Some(NodeRepr {
+        Some(NodeRepr(Box::new(ReprParts {
             text: text.into_boxed_str(),
             args_at,
             kwargs_at,
-        })
+        })))
     }
 
     /// Where `args` and `kwargs` would start in the text; `None` when the three do not fit.
@@ -204,17 +213,17 @@ impl NodeRepr {
 
     /// `str(node.target)`.
     pub fn target(&self) -> &str {
-        &self.text[..self.args_at as usize]
+        &self.0.text[..self.0.args_at as usize]
     }
 
     /// `str(node.args)`.
     pub fn args(&self) -> &str {
-        &self.text[self.args_at as usize..self.kwargs_at as usize]
+        &self.0.text[self.0.args_at as usize..self.0.kwargs_at as usize]
     }
 
     /// `str(node.kwargs)`.
     pub fn kwargs(&self) -> &str {
-        &self.text[self.kwargs_at as usize..]
+        &self.0.text[self.0.kwargs_at as usize..]
     }
 }
 

@@ -66,17 +66,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         commlens::TagMode::Dump => graph,
         commlens::TagMode::Roles => commlens::derive_tags(&graph).0,
     };
-    // Classified (on both cores) before planning starts: the whole classification is then not
-    // held beside the planner (planning beside all of classifying raised the peak at 500k
-    // nodes by 0.1× the JSON's size). The timeline keeps a row a collective; the rows are
-    // made, freeing the classification as they go, while the plan is made on a second thread
-    // (0.05 s off at 500k nodes, the peak unchanged).
-    let classification = commlens::identity::classify_on_two_threads(&graph);
+    // Classified on both cores, the second going on to plan as soon as its half of the
+    // nodes is done, while this one finishes classifying and makes the timeline's rows
+    // (freeing the classification as they go). The whole classification is never held beside
+    // the whole plan: classifying on one thread beside the plan raised the peak at 500k nodes
+    // by 0.1× the JSON's size.
     let resolved = commlens::resolve_args(&graph, planner_args.as_ref());
-    let (plan, collectives) = commlens::parallel::join(
-        "commlens-plan",
+    let (plan, collectives) = commlens::identity::classify_beside(
+        &graph,
         || commlens::plan(&graph, &resolved),
-        || timeline::Collectives::from_classification(&graph, classification),
+        |classification| timeline::Collectives::from_classification(&graph, classification),
     );
     let plan = plan.map_err(|e| CliError::Failed(e.to_string()))?;
     let title = std::path::Path::new(&args.dump)

@@ -24,8 +24,9 @@ mod structure;
 mod transform;
 
 pub use audit::{audit, Audit, AuditEntry, AuditStatus};
-pub use classify::{classify, classify_on_two_threads, classify_with_members};
+pub use classify::{classify, classify_beside, classify_with_members};
 pub use payload::{read_payload, Payload, PAYLOAD_KEY};
+pub(crate) use transform::bucket_identities_on_this_thread;
 pub use transform::{bucket_identities, BucketIdentity, PLANNER_PRODUCER};
 
 use crate::graph::{Graph, NodeId};

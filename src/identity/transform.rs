@@ -577,6 +577,15 @@ pub fn bucket_identities(
     (buckets, diagnostics)
 }
 
+/// [`bucket_identities`] on the calling thread alone, for a caller whose other core is busy.
+pub(crate) fn bucket_identities_on_this_thread(
+    graph: &Graph,
+    classification: &Classification,
+    plan: &BucketPlan,
+) -> (Vec<BucketIdentity>, Vec<Diagnostic>) {
+    identities_of(graph, classification, &plan.buckets)
+}
+
 /// [`bucket_identities`] of some of the plan's buckets.
 fn identities_of(
     graph: &Graph,
