@@ -169,18 +169,17 @@ impl Targets {
     }
 }
 
-/// Python's own renderings of a node, used verbatim by the graph signature. Held as one
-/// string and two offsets behind one pointer: a `Node` holds an `Option<NodeRepr>` of 8
-/// bytes, not 24, and most reads keep none (at 500k nodes the 16 bytes a node were 8 MB of
-/// every command's peak, docs/performance.md).
-#[derive(Clone, PartialEq, Eq)]
-pub struct NodeRepr(Box<ReprParts>);
+/// Python's own renderings of a node, used verbatim by the graph signature: the three
+/// strings as one, with where the second and third start, in one allocation behind a
+/// one-word pointer. A `Node` holds an `Option<NodeRepr>`: 8 bytes, where a string and two
+/// offsets took 24 (and three `String`s 72), and most reads keep none (at 500k nodes the
+/// 16 bytes a node were 8 MB of every command's peak, docs/performance.md).
+#[derive(Clone)]
+pub struct NodeRepr(triomphe::ThinArc<ReprOffsets, u8>);
 
-/// The three strings as one, with where the second and third start (three `String`s took 72
-/// bytes and three allocations).
-#[derive(Clone, PartialEq, Eq)]
-struct ReprParts {
-    text: Box<str>,
+/// Where `str(args)` and `str(kwargs)` start in a [`NodeRepr`]'s text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ReprOffsets {
     args_at: u32,
     kwargs_at: u32,
 }
@@ -188,19 +187,45 @@ struct ReprParts {
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Option<NodeRepr>>() == 8);
 
+impl PartialEq for NodeRepr {
+    fn eq(&self, other: &NodeRepr) -> bool {
+        self.0.header.header == other.0.header.header && self.text() == other.text()
+    }
+}
+
+impl Eq for NodeRepr {}
+
+thread_local! {
+    /// Where a repr's three strings are put together before they are copied into its one
+    /// allocation.
+    static REPR_SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
 impl NodeRepr {
     /// `None` when the three together are 4 GiB or more (a dump's input limit is far below).
     pub fn new(target: &str, args: &str, kwargs: &str) -> Option<NodeRepr> {
         let (args_at, kwargs_at) = NodeRepr::fits(target, args, kwargs)?;
-        let mut text = String::with_capacity(target.len() + args.len() + kwargs.len());
-        text.push_str(target);
-        text.push_str(args);
-        text.push_str(kwargs);
-        Some(NodeRepr(Box::new(ReprParts {
-            text: text.into_boxed_str(),
-            args_at,
-            kwargs_at,
-        })))
+        let offsets = ReprOffsets { args_at, kwargs_at };
+        let repr = REPR_SCRATCH.with(|scratch| {
+            let mut text = scratch.borrow_mut();
+            text.clear();
+            text.push_str(target);
+            text.push_str(args);
+            text.push_str(kwargs);
+            let repr = triomphe::ThinArc::from_header_and_slice(offsets, text.as_bytes());
+            // A long repr is not kept in the scratch for the rest of the thread's life.
+            if text.capacity() > 1 << 16 {
+                *text = String::new();
+            }
+            repr
+        });
+        Some(NodeRepr(repr))
+    }
+
+    /// The three strings, one after the other.
+    fn text(&self) -> &str {
+        // SAFETY: the bytes were copied from a `String` (`new`), and are never changed.
+        unsafe { std::str::from_utf8_unchecked(&self.0.slice) }
     }
 
     /// Where `args` and `kwargs` would start in the text; `None` when the three do not fit.
@@ -213,17 +238,18 @@ impl NodeRepr {
 
     /// `str(node.target)`.
     pub fn target(&self) -> &str {
-        &self.0.text[..self.0.args_at as usize]
+        &self.text()[..self.0.header.header.args_at as usize]
     }
 
     /// `str(node.args)`.
     pub fn args(&self) -> &str {
-        &self.0.text[self.0.args_at as usize..self.0.kwargs_at as usize]
+        let ReprOffsets { args_at, kwargs_at } = self.0.header.header;
+        &self.text()[args_at as usize..kwargs_at as usize]
     }
 
     /// `str(node.kwargs)`.
     pub fn kwargs(&self) -> &str {
-        &self.0.text[self.0.kwargs_at as usize..]
+        &self.text()[self.0.header.header.kwargs_at as usize..]
     }
 }
 
@@ -2032,6 +2058,29 @@ fn check_node<'de>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repr_gives_back_its_three_strings() {
+        let cases = [
+            ("aten.mm.default", "(a, b)", "{}"),
+            ("", "", ""),
+            ("<function f>", "", "{'dim': 0}"),
+            ("t", "('é', '日本')", "{'k': '\u{0}'}"),
+        ];
+        for (target, args, kwargs) in cases {
+            let repr = NodeRepr::new(target, args, kwargs).expect("fits");
+            assert_eq!(
+                (repr.target(), repr.args(), repr.kwargs()),
+                (target, args, kwargs)
+            );
+            assert_eq!(repr.clone(), repr);
+        }
+        let long = "x".repeat(100_000);
+        let repr = NodeRepr::new(&long, "()", "{}").expect("fits");
+        assert_eq!((repr.target().len(), repr.args()), (100_000, "()"));
+        // Equal strings split differently are different reprs.
+        assert_ne!(NodeRepr::new("ab", "c", ""), NodeRepr::new("a", "bc", ""));
+    }
 
     /// The reader as it was: a `serde_json::Value`, then [`read_document`].
     fn read_via_value(bytes: &[u8]) -> Result<Dump, DumpError> {
