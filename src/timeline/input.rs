@@ -164,8 +164,16 @@ impl TimelineInput {
                     lane: Lane::of_kind(c.key.kind),
                     role: row.and_then(|r| r.role.clone()),
                     source: row.and_then(|r| r.source),
-                    param_name: Some(share(&mut shared, &c.param_name)),
-                    group: Some(share(&mut shared, &c.key.group)),
+                    // The row's own strings when they read the same (nearly always): no
+                    // lookup, no allocation.
+                    param_name: Some(match row.and_then(|r| r.param.as_ref()) {
+                        Some(param) if **param == *c.param_name => param.clone(),
+                        _ => share(&mut shared, &c.param_name),
+                    }),
+                    group: Some(match row.and_then(|r| r.group.as_ref()) {
+                        Some(group) if **group == *c.key.group => group.clone(),
+                        _ => share(&mut shared, &c.key.group),
+                    }),
                     size_bytes: u64::try_from(c.size_bytes()).unwrap_or(u64::MAX),
                 });
             }
@@ -201,7 +209,7 @@ impl TimelineInput {
                     name: name_of(d.node),
                     previous: d.previous_node.map(|p| p as u32),
                     cause: d.cause.map(|c| c as u32),
-                    cause_name: d.cause.map(|c| Rc::from(graph.node(c).name.as_str())),
+                    cause_name: d.cause.map(name_of),
                     action: d.action,
                     reason: d.reason,
                     lane,
