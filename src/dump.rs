@@ -418,6 +418,13 @@ pub trait NodeSink {
 
     fn node(&mut self, index: usize, node: &Node);
 
+    /// About `nodes` nodes will follow: the reader's guess from the text's size, made right
+    /// after [`NodeSink::begin`] ([`expected_nodes`]), so that room can be made at once
+    /// instead of grown by doubling. Only a guess: more or fewer may come.
+    fn expect_nodes(&mut self, nodes: usize) {
+        let _ = nodes;
+    }
+
     /// Whether the nodes keep their `repr` once read. Each node is hashed into the signature
     /// with it either way; a reader of a graph that will not be hashed or written again
     /// (`input::read_graph_without_repr`) lets it go then, and a node whose signature record
@@ -1636,6 +1643,12 @@ const BYTES_PER_NODE_ROOM: usize = 128;
 #[cfg(target_arch = "wasm32")]
 const BYTES_PER_NODE_ROOM: usize = 384;
 
+/// How many nodes `text_len` bytes of JSON could hold at [`BYTES_PER_NODE_ROOM`] bytes each:
+/// the room readers make for a dump's nodes before the first.
+pub(crate) fn expected_nodes(text_len: usize) -> usize {
+    text_len / BYTES_PER_NODE_ROOM
+}
+
 /// `nodes`, read and checked node by node while parsing. The first broken rule is kept (and
 /// the rest of the array only parsed), to be reported once the whole document has parsed and
 /// the top-level rules have been checked.
@@ -1657,7 +1670,7 @@ impl ParsedNodes {
     /// it). The room it does not use is never touched. Without the room, it grows.
     fn new(text_len: usize) -> ParsedNodes {
         let mut nodes = Vec::new();
-        let _ = nodes.try_reserve(text_len / BYTES_PER_NODE_ROOM);
+        let _ = nodes.try_reserve(expected_nodes(text_len));
         ParsedNodes {
             nodes,
             index: NameTable::with_capacity(0),
@@ -1770,6 +1783,7 @@ impl<'de> Want<'de> for NodesWant<'_> {
         let scratch = DecodeScratch::default();
         let mut targets = Targets::default();
         self.sink.begin();
+        self.sink.expect_nodes(expected_nodes(self.text.len()));
         let mut i = 0;
         let want = || NodeWant {
             scratch: &scratch,

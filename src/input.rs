@@ -519,6 +519,10 @@ fn read_graph_keeping<'a>(
             self.0.begin();
         }
 
+        fn expect_nodes(&mut self, nodes: usize) {
+            self.0.expect_nodes(nodes);
+        }
+
         fn node(&mut self, index: usize, node: &crate::dump::Node) {
             self.0.node(index, node);
         }
@@ -602,6 +606,10 @@ fn read_prepared_into<'a, G: Borrow<Graph> + From<Graph>>(
                 fn node(&mut self, index: usize, node: &crate::dump::Node) {
                     self.inner.node(index, node);
                     self.hasher.add(node);
+                }
+
+                fn expect_nodes(&mut self, nodes: usize) {
+                    self.inner.expect_nodes(nodes);
                 }
             }
             Ok(crate::planner::prepare_while_reading(

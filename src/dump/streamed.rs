@@ -928,6 +928,7 @@ struct Take<'s> {
 impl<'s> Take<'s> {
     fn new(text_len: usize, sink: &'s mut dyn NodeSink) -> Take<'s> {
         sink.begin();
+        sink.expect_nodes(super::expected_nodes(text_len));
         Take {
             parsed: ParsedNodes::new(text_len),
             targets: Targets::default(),

@@ -296,6 +296,16 @@ pub(crate) struct Prepared {
 }
 
 impl Preparer {
+    /// Room for the collectives of about `nodes` nodes: one in eight. (Natively the reader
+    /// expects more nodes than a dump holds, so a real-shaped FSDP graph's one collective in
+    /// six fits; past the room they grow.) Grown from nothing, these two vectors' copies and
+    /// fresh pages were the largest of the checking thread's while a 500k-node dump was read
+    /// (docs/performance.md).
+    pub(crate) fn expect_nodes(&mut self, nodes: usize) {
+        let _ = self.local.try_reserve(nodes / 8);
+        let _ = self.facts.try_reserve(nodes / 8);
+    }
+
     /// Takes what node `id` says of itself; nodes come in graph order.
     pub(crate) fn visit(&mut self, id: NodeId, node: &Node, facts: NodeFacts) {
         self.visited += 1;

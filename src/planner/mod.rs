@@ -570,6 +570,11 @@ pub fn prepare_while_reading<G: Borrow<Graph> + From<Graph>, E>(
             self.extra.begin();
         }
 
+        fn expect_nodes(&mut self, nodes: usize) {
+            self.graph.expect_nodes(nodes);
+            self.planner.expect_nodes(nodes);
+        }
+
         fn node(&mut self, index: usize, node: &Node) {
             self.graph.node(index, node);
             if let Some(facts) = self.graph.facts(index) {
