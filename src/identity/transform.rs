@@ -592,7 +592,7 @@ fn identities_of(
     classification: &Classification,
     plan_buckets: &[Bucket],
 ) -> (Vec<BucketIdentity>, Vec<Diagnostic>) {
-    let mut buckets = Vec::new();
+    let mut buckets = Vec::with_capacity(plan_buckets.len());
     let mut diagnostics = Vec::new();
     for bucket in plan_buckets {
         let members: Vec<&CollectiveIdentity> = bucket

@@ -302,8 +302,13 @@ impl Preparer {
     /// fresh pages were the largest of the checking thread's while a 500k-node dump was read
     /// (docs/performance.md).
     pub(crate) fn expect_nodes(&mut self, nodes: usize) {
-        let _ = self.local.try_reserve(nodes / 8);
-        let _ = self.facts.try_reserve(nodes / 8);
+        self.expect_collectives(nodes / 8);
+    }
+
+    /// Room for `count` tagged collectives.
+    pub(crate) fn expect_collectives(&mut self, count: usize) {
+        let _ = self.local.try_reserve(count);
+        let _ = self.facts.try_reserve(count);
     }
 
     /// Takes what node `id` says of itself; nodes come in graph order.
