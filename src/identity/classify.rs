@@ -148,7 +148,10 @@ impl FirstPass {
             .count();
         let mut pass = FirstPass {
             collectives: Vec::with_capacity(capacity),
-            memory_events: Vec::new(),
+            // The FSDP pass frees what each all-gather gathered, forward and backward: a
+            // storage release for two collectives in three (grown from nothing, this
+            // vector's copies were most of the pass's own).
+            memory_events: Vec::with_capacity(capacity - capacity / 3),
             diags: Vec::new(),
             all_reduces: Vec::new(),
             transformed: Vec::new(),

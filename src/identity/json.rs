@@ -285,9 +285,14 @@ impl PrettyAt {
     }
 
     fn line<W: ?Sized + std::io::Write>(&self, w: &mut W, text: &[u8]) -> std::io::Result<()> {
+        /// The indentation of the deepest lines `roles --json` prints, and more, at once.
+        const SPACES: &[u8; 32] = b"                                ";
         w.write_all(text)?;
-        for _ in 0..self.depth {
-            w.write_all(b"  ")?;
+        let mut indent = 2 * self.depth;
+        while indent > 0 {
+            let step = indent.min(SPACES.len());
+            w.write_all(&SPACES[..step])?;
+            indent -= step;
         }
         Ok(())
     }
@@ -1026,6 +1031,23 @@ impl AuditReport {
 mod tests {
     use super::*;
     use crate::synth::{synthetic_dump, SynthSpec};
+
+    #[test]
+    fn a_value_printed_deep_is_serdes_pretty_text_indented() {
+        let value = json!({"a": [1, {"b": [[], {}, [2, {"c": "d"}]]}], "e": {"f": null}});
+        let pretty = serde_json::to_string_pretty(&value).expect("pretty");
+        // Deeper than the indentation written at once.
+        for depth in [0, 1, 3, 15, 16, 17, 40] {
+            let mut out = String::new();
+            push_at(&mut out, &value, depth);
+            let indent = "  ".repeat(depth);
+            assert_eq!(
+                out,
+                pretty.replace('\n', &format!("\n{indent}")),
+                "depth {depth}"
+            );
+        }
+    }
 
     /// The report written a piece at a time equals the whole value printed.
     #[test]

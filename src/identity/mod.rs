@@ -228,6 +228,22 @@ enum DetailRepr {
     },
 }
 
+/// `format!("{text:?}")` appended to `out`: plain printable ASCII is only quoted (as `Debug`
+/// quotes it, char by char and slower); anything else goes through `Debug`.
+fn push_debug_quoted(out: &mut String, text: &str) {
+    let plain = text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'\''));
+    if plain {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        use std::fmt::Write;
+        let _ = write!(out, "{text:?}");
+    }
+}
+
 impl Detail {
     /// A detail given as text.
     pub fn text(text: impl Into<String>) -> Detail {
@@ -300,7 +316,13 @@ impl Detail {
                 let tag = classify::meta_get(node, "comm_type")
                     .and_then(crate::value::PyValue::as_str)
                     .unwrap_or_default();
-                format!("meta[\"comm_type\"] = {tag:?} on {}", node.name)
+                // The most common detail (one a tagged collective): built without `format!`.
+                let mut text = String::with_capacity(32 + tag.len() + node.name.len());
+                text.push_str("meta[\"comm_type\"] = ");
+                push_debug_quoted(&mut text, tag);
+                text.push_str(" on ");
+                text.push_str(&node.name);
+                text
             }
             DetailRepr::Payload {
                 location,
@@ -650,5 +672,34 @@ impl Classification {
             .binary_search_by_key(&node, |c| c.node)
             .ok()
             .map(|i| &self.collectives[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quoted_text_is_debugs() {
+        let mut texts: Vec<String> = (0u8..=0x7f).map(|b| char::from(b).to_string()).collect();
+        texts.extend(
+            [
+                "",
+                "fsdp_all_gather",
+                "a\"b",
+                "a'b",
+                "back\\slash",
+                "tab\there",
+                "é",
+                "日本",
+                "\u{7f}",
+                "\u{200b}",
+                "\u{301}a",
+            ]
+            .map(String::from),
+        );
+        for text in texts {
+            let mut out = String::from("x");
+            super::push_debug_quoted(&mut out, &text);
+            assert_eq!(out, format!("x{text:?}"), "{text:?}");
+        }
     }
 }
