@@ -248,7 +248,6 @@ impl GraphBuilder {
         self.facts.get(id).copied()
     }
 
-    /// Adds the next node.
     /// Room for `nodes` more nodes (and twice as many inputs). Grown by doubling instead, the
     /// builder's five vectors were a fifth of the checking thread's copies and fresh pages
     /// while a 500k-node dump was read (docs/performance.md). Room that is not used is not
@@ -261,6 +260,7 @@ impl GraphBuilder {
         let _ = self.last_reader.try_reserve(nodes);
     }
 
+    /// Adds the next node.
     pub fn add(&mut self, node: &Node) -> NodeFacts {
         let id = self.facts.len();
         if self.input_start.is_empty() {

@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         commlens::TagMode::Dump => graph,
         commlens::TagMode::Roles => commlens::derive_tags(&graph).0,
     };
-    // Classified on both cores, the second going on to plan as soon as its half of the
+    // Classified on both cores, the second going on to plan as soon as its third of the
     // nodes is done, while this one finishes classifying and makes the timeline's rows
     // (freeing the classification as they go). The whole classification is never held beside
     // the whole plan: classifying on one thread beside the plan raised the peak at 500k nodes
