@@ -188,8 +188,12 @@ impl<'o> ObjectWriter<'o> {
         }
         self.last_key = Some(key);
         newline(self.out, self.indent, self.level + 1);
-        write_string(self.out, key);
-        self.out.push_str(": ");
+        // Keys are the code's own names, written as they are: checking each for escapes was
+        // half of writing a report's strings.
+        debug_assert!(is_plain_ascii(key.as_bytes()), "{key:?} needs escapes");
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\": ");
         self.out
     }
 
@@ -249,13 +253,17 @@ pub fn write_int(out: &mut String, i: i128) {
 }
 
 /// Whether `bytes` are printable ASCII other than `"` and `\\` (written as they are). Checked
-/// 16 bytes at a time without a branch per byte, which the compiler vectorizes: names and
-/// Python reprs are almost always plain, and this was most of writing them.
+/// 16 bytes at a time without a branch per byte, which the compiler vectorizes (whole
+/// chunks of a fixed length, then the rest): names and Python reprs are almost always plain,
+/// and this was most of writing them.
 fn is_plain_ascii(bytes: &[u8]) -> bool {
     let plain = |b: u8| (0x20..0x7f).contains(&b) & (b != b'"') & (b != b'\\');
-    bytes
-        .chunks(16)
+    let chunks = bytes.chunks_exact(16);
+    let rest = chunks.remainder();
+    chunks
+        .into_iter()
         .all(|chunk| chunk.iter().fold(true, |ok, &b| ok & plain(b)))
+        && rest.iter().fold(true, |ok, &b| ok & plain(b))
 }
 
 /// A JSON string with `ensure_ascii=True` escaping, as Python's `json` writes it.
