@@ -755,16 +755,11 @@ impl NameTable {
     /// nothing, and does nothing where there is no such instruction.
     #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn prefetch(&self, name: &str) {
-        #[cfg(target_arch = "x86_64")]
-        if self.ordered.is_none() {
+        // Where there is no prefetch instruction, the hash is not worth working out.
+        if self.ordered.is_none() && cfg!(target_arch = "x86_64") {
             let at = name_hash(name) as u32 as usize & (self.slots.len() - 1);
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: SSE is in every x86_64 processor (the target's baseline), and a
-            // prefetch neither reads into the program nor faults, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(self.slots[at..].as_ptr().cast()) };
+            crate::hashing::prefetch(&self.slots[at]);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = name;
     }
 
     pub(crate) fn find(&self, nodes: &[Node], name: &str) -> Option<NodeId> {

@@ -94,6 +94,12 @@ pub struct Meta {
 const _: () = assert!(std::mem::size_of::<Meta>() <= 48);
 
 impl Meta {
+    /// Asks for the decoded entries to be brought into cache, ahead of reading them
+    /// ([`crate::hashing::prefetch`]).
+    pub(crate) fn prefetch_entries(&self) {
+        crate::hashing::prefetch(self.entries.as_ptr());
+    }
+
     /// Metadata whose every entry is decoded.
     pub fn new() -> Meta {
         Meta::default()

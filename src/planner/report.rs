@@ -195,6 +195,21 @@ fn write_decision(out: &mut String, d: &super::Decision, graph: &Graph, level: u
     o.end();
 }
 
+/// Asks for what the wire records after the `at`th read to be brought into cache: each
+/// record's node and its decoded metadata entries lie wherever the reader put them, and
+/// writing the records otherwise waits for memory at each (a few milliseconds at 500k nodes,
+/// on the thread that ends a `plan` run). A node's `Meta` is asked for 16 records ahead, and
+/// the entries it points to, by then in cache, 8 ahead.
+fn prefetch_wire_records(records: &[super::WireRecord], at: usize, graph: &Graph) {
+    const NODE_AHEAD: usize = 16;
+    if let Some(record) = records.get(at + NODE_AHEAD) {
+        crate::hashing::prefetch(&graph.node(record.node).meta);
+    }
+    if let Some(record) = records.get(at + NODE_AHEAD / 2) {
+        graph.node(record.node).meta.prefetch_entries();
+    }
+}
+
 /// [`super::WireRecord::to_value`] written straight to `out` in [`pyjson::dumps`]'s layout.
 fn write_wire_record(out: &mut String, record: &super::WireRecord, graph: &Graph) {
     let node = graph.node(record.node);
@@ -276,10 +291,17 @@ pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
         .get(group)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    pyjson::write_list_with(&mut text, records, None, 0, |out, r| {
-        write_wire_record(out, r, graph);
-        flush(out);
-    });
+    pyjson::write_list_with(
+        &mut text,
+        records.iter().enumerate(),
+        None,
+        0,
+        |out, (i, r)| {
+            prefetch_wire_records(records, i, graph);
+            write_wire_record(out, r, graph);
+            flush(out);
+        },
+    );
     text.push(']');
     hasher.update(text.as_bytes());
     pyjson::hex(&hasher.finalize())
