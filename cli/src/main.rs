@@ -158,18 +158,31 @@ pub fn read_input(path: &str) -> Result<commlens::input::Input<'static>, CliErro
     commlens::input::Input::file(file).map_err(failed)
 }
 
-/// Writes `text` to `out` or to stdout.
 /// Writes what `write` produces to the file `out`, or to stdout, a piece at a time.
+///
+/// A file that is already there is written over from its start and then cut to what was
+/// written (also when writing fails, so no old tail is left), not emptied first: emptying
+/// the 66 MB report a previous `plan` run left at 500k nodes freed its pages there and then,
+/// while the other core waited (docs/performance.md, twentieth session). Only a regular file
+/// is cut; a device or a pipe is written as it is.
 pub fn write_output_with(
     out: Option<&str>,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<(), CliError> {
     match out {
         Some(path) => {
-            let file = std::fs::File::create(path)
-                .map_err(|e| CliError::Failed(format!("cannot write {path}: {e}")))?;
+            use std::io::Write;
+            let failed = |e: std::io::Error| CliError::Failed(format!("cannot write {path}: {e}"));
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(failed)?;
             let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
-            write(&mut w).map_err(|e| CliError::Failed(format!("cannot write {path}: {e}")))
+            let written = write(&mut w).and_then(|()| w.flush());
+            let cut = cut_to_written(w.get_ref());
+            written.and(cut).map_err(failed)
         }
         None => {
             let mut stdout = std::io::stdout().lock();
@@ -178,16 +191,17 @@ pub fn write_output_with(
     }
 }
 
-pub fn write_output(out: Option<&str>, text: &str) -> Result<(), CliError> {
-    match out {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| CliError::Failed(format!("cannot write {path}: {e}"))),
-        None => {
-            use std::io::Write;
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(text.as_bytes())
-                .map_err(|e| CliError::Failed(format!("cannot write stdout: {e}")))
-        }
+/// Cuts a regular `file` off where writing it has reached.
+fn cut_to_written(mut file: &std::fs::File) -> std::io::Result<()> {
+    use std::io::Seek;
+    if !file.metadata()?.is_file() {
+        return Ok(());
     }
+    let end = file.stream_position()?;
+    file.set_len(end)
+}
+
+/// Writes `text` to `out` or to stdout ([`write_output_with`]).
+pub fn write_output(out: Option<&str>, text: &str) -> Result<(), CliError> {
+    write_output_with(out, |w| w.write_all(text.as_bytes()))
 }
