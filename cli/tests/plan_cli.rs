@@ -269,15 +269,17 @@ fn plan_with_args_file_errors() {
 fn output_written_over_an_old_file_is_exactly_the_new_output() {
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let good = fixtures.join("planner/capacity.json");
-    let expected = run(&["plan", good.to_str().unwrap()]);
+    let good = good.to_str().unwrap();
+    let expected = run(&["plan", good]);
     assert!(expected.status.success());
+    let text_expected = run(&["plan", good, "--format", "text"]);
     assert!(expected.stdout.len() > 100);
     let dir = std::env::temp_dir().join(format!("commlens-out-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("plan.json");
     for old_len in [0, 10, expected.stdout.len(), 3 * expected.stdout.len() + 7] {
         std::fs::write(&out, vec![b'x'; old_len]).unwrap();
-        let ran = run(&["plan", good.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let ran = run(&["plan", good, "-o", out.to_str().unwrap()]);
         assert!(
             ran.status.success(),
             "{}",
@@ -290,14 +292,13 @@ fn output_written_over_an_old_file_is_exactly_the_new_output() {
         );
         let text = run(&[
             "plan",
-            good.to_str().unwrap(),
+            good,
             "--format",
             "text",
             "-o",
             out.to_str().unwrap(),
         ]);
         assert!(text.status.success());
-        let text_expected = run(&["plan", good.to_str().unwrap(), "--format", "text"]);
         assert_eq!(std::fs::read(&out).unwrap(), text_expected.stdout);
     }
     let failed = run(&[
@@ -307,14 +308,13 @@ fn output_written_over_an_old_file_is_exactly_the_new_output() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(failed.status.code(), Some(1));
-    let text_expected = run(&["plan", good.to_str().unwrap(), "--format", "text"]);
     assert_eq!(
         std::fs::read(&out).unwrap(),
         text_expected.stdout,
         "left as it was"
     );
     if cfg!(unix) {
-        let devnull = run(&["plan", good.to_str().unwrap(), "-o", "/dev/null"]);
+        let devnull = run(&["plan", good, "-o", "/dev/null"]);
         let stderr = String::from_utf8_lossy(&devnull.stderr);
         assert!(devnull.status.success(), "{stderr}");
     }
