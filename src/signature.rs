@@ -151,8 +151,20 @@ impl SignatureHasher {
             self.buffer.push_str(", ");
         }
         self.count += count;
-        self.buffer.push_str(records);
-        self.flush_if_full();
+        match &mut self.hasher {
+            // A batch's records (tens of KB, written on the other thread) are hashed where
+            // they are, not copied into the buffer first: the copy was 1.2% of a read's CPU.
+            Some(hasher) if records.len() >= PIECE => {
+                use sha2::Digest;
+                hasher.update(self.buffer.as_bytes());
+                self.buffer.clear();
+                hasher.update(records.as_bytes());
+            }
+            _ => {
+                self.buffer.push_str(records);
+                self.flush_if_full();
+            }
+        }
     }
 
     /// Adds the next node's record as `write` writes it ([`write_record`]'s text), unless it

@@ -725,11 +725,21 @@ fn read_in_one(
     take.finish(document)
 }
 
-/// Parses the text of one node (a whole JSON value, nothing after it).
-fn parse_node<'t>(text: &'t str, scratch: &DecodeScratch) -> Option<Slot<RawNode<'t>>> {
-    match super::by_hand::parse_node(text, scratch) {
-        Some(node) => Some(Slot::Got(node)),
-        None => parse_node_by_serde(text, scratch),
+/// Parses the text of one node (a whole JSON value, nothing after it) into `slot`, which
+/// holds a node with no field read yet, where it lies (see `by_hand::parse_node_into`):
+/// whether the text parsed.
+fn parse_node_in<'t>(text: &'t str, scratch: &DecodeScratch, slot: &mut Slot<RawNode<'t>>) -> bool {
+    if let Slot::Got(node) = slot {
+        if super::by_hand::parse_node_into(text, scratch, node) {
+            return true;
+        }
+    }
+    match parse_node_by_serde(text, scratch) {
+        Some(raw) => {
+            *slot = raw;
+            true
+        }
+        None => false,
     }
 }
 
@@ -789,29 +799,35 @@ impl ParsedBatch {
     /// Parses the nodes of `text`, each ending at its entry of `ends`; `None` when one does
     /// not parse.
     fn parse(text: String, ends: &[usize], scratch: &DecodeScratch) -> Option<ParsedBatch> {
-        let mut nodes = Vec::with_capacity(ends.len());
+        let mut nodes: Vec<Slot<RawNode<'_>>> = Vec::with_capacity(ends.len());
         let mut records = Some(String::with_capacity(text.len() / 2));
         let mut start = 0;
         for &end in ends {
-            let raw = parse_node(&text[start..end], scratch)?;
+            // Parsed where it will lie, not moved there.
+            nodes.push(Slot::Got(RawNode::missing()));
+            let raw = nodes.last_mut()?;
+            if !parse_node_in(&text[start..end], scratch, raw) {
+                return None;
+            }
             if let Some(out) = &mut records {
                 if !out.is_empty() {
                     out.push_str(", ");
                 }
-                let written = matches!(&raw, Slot::Got(node) if node.write_record(out));
+                let written = matches!(&*raw, Slot::Got(node) if node.write_record(out));
                 if !written {
                     records = None;
                 }
             }
-            // SAFETY: `raw` borrows the bytes `text` holds on the heap. They do not move when
-            // `text` does, and are neither changed nor freed while the nodes live: `text` is
-            // not touched again, it is dropped after `nodes`, and `take_all` hands each node
-            // to `Take::take`, which accepts any lifetime, so it keeps nothing borrowed.
-            let raw =
-                unsafe { std::mem::transmute::<Slot<RawNode<'_>>, Slot<RawNode<'static>>>(raw) };
-            nodes.push(raw);
             start = end;
         }
+        // SAFETY: the nodes borrow the bytes `text` holds on the heap. They do not move when
+        // `text` does, and are neither changed nor freed while the nodes live: `text` is not
+        // touched again, it is dropped after `nodes`, and `take_all` hands each node to
+        // `Take::take`, which accepts any lifetime, so it keeps nothing borrowed. (Only a
+        // lifetime changes: the two vectors are the same type to the machine.)
+        let nodes = unsafe {
+            std::mem::transmute::<Vec<Slot<RawNode<'_>>>, Vec<Slot<RawNode<'static>>>>(nodes)
+        };
         Some(ParsedBatch {
             nodes,
             records,
@@ -960,10 +976,8 @@ impl<'s> Take<'s> {
 
 impl Parsed for Take<'_> {
     fn node(&mut self, text: &str) -> bool {
-        match parse_node(text, &self.scratch) {
-            Some(mut raw) => self.take(&mut raw, false),
-            None => false,
-        }
+        let mut raw = Slot::Got(RawNode::missing());
+        parse_node_in(text, &self.scratch, &mut raw) && self.take(&mut raw, false)
     }
 }
 
