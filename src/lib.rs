@@ -108,8 +108,12 @@ pub fn resolve_args(
 /// build both call exactly this, so their outputs agree byte for byte. A trace log with one
 /// post-grad graph is planned too ([`read_and_plan`] chooses among several).
 pub fn plan_report_json(dump: &[u8], args_json: Option<&[u8]>) -> Result<String, PlanFailure> {
-    let (graph, plan) = read_and_plan(dump, None, args_json)?;
-    Ok(planner::report::plan_to_json(&plan, &graph))
+    let (graph, plan, written) = read_and_plan_writing_wire(dump, None, args_json)?;
+    Ok(planner::report::plan_to_json_with(
+        &plan,
+        &graph,
+        written.as_ref(),
+    ))
 }
 
 /// `commlens plan --format text`: the same plan in plain words.
@@ -127,6 +131,8 @@ pub struct Planned {
     /// With [`TagMode::Dump`], when the dump carries no FSDP tags but its collectives have
     /// FSDP roles: why the plan is empty, and what to do.
     pub note: Option<String>,
+    /// The wire records, written beside the plan for the report's group digests (natively).
+    wire_records: Option<planner::report::WireRecordTexts>,
 }
 
 impl Planned {
@@ -142,7 +148,12 @@ impl Planned {
     /// are the dump's own.
     pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         match &self.derived {
-            None => planner::report::write_plan_json(&self.plan, &self.graph, w),
+            None => planner::report::write_plan_json_with(
+                &self.plan,
+                &self.graph,
+                self.wire_records.as_ref(),
+                w,
+            ),
             Some(_) => w.write_all(self.to_json().as_bytes()),
         }
     }
@@ -201,7 +212,7 @@ pub fn read_and_plan_with<'a>(
 ) -> Result<Planned, PlanFailure> {
     match mode {
         TagMode::Dump => {
-            let (graph, plan) = read_and_plan(input, graph, args_json)?;
+            let (graph, plan, wire_records) = read_and_plan_writing_wire(input, graph, args_json)?;
             let note = (plan.summary.tagged_collectives == 0)
                 .then(|| untagged_note(&graph))
                 .flatten();
@@ -210,6 +221,7 @@ pub fn read_and_plan_with<'a>(
                 plan,
                 derived: None,
                 note,
+                wire_records,
             })
         }
         TagMode::Roles => {
@@ -226,6 +238,7 @@ pub fn read_and_plan_with<'a>(
                 plan,
                 derived: Some(derived),
                 note: None,
+                wire_records: None,
             })
         }
     }
@@ -283,6 +296,47 @@ pub fn read_and_plan<'a>(
     let planner_args = resolve_args(planner.graph(), args.as_ref());
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))
+}
+
+/// [`read_and_plan`] for a report: natively, the wire records its group digests hash are
+/// written on a second thread while the plan is made (`report::WireRecordTexts`).
+fn read_and_plan_writing_wire<'a>(
+    input: impl Into<input::Input<'a>>,
+    graph: Option<usize>,
+    args_json: Option<&[u8]>,
+) -> Result<(Graph, BucketPlan, Option<planner::report::WireRecordTexts>), PlanFailure> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        // One thread: written ahead, the records would only be held longer.
+        let (graph, plan) = read_and_plan(input, graph, args_json)?;
+        Ok((graph, plan, None))
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let args = match args_json {
+            Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
+            None => None,
+        };
+        let planner: planner::Planner<Graph> =
+            input::read_prepared_without_repr(input, graph).map_err(PlanFailure::from)?;
+        let planner_args = resolve_args(planner.graph(), args.as_ref());
+        // Written until the plan is made: waiting for the rest kept the report from starting.
+        let planned = std::sync::atomic::AtomicBool::new(false);
+        let (written, plan) = parallel::join(
+            "commlens-wire",
+            || {
+                let nodes = planner.wire_record_nodes();
+                planner::report::WireRecordTexts::new_until(planner.graph(), &nodes, &planned)
+            },
+            || {
+                let plan = planner.plan(&planner_args);
+                planned.store(true, std::sync::atomic::Ordering::Relaxed);
+                plan
+            },
+        );
+        let plan = plan.map_err(PlanFailure::Args)?;
+        Ok((planner.into_graph(), plan, Some(written)))
+    }
 }
 
 /// `commlens cost` as a function: the dump planned exactly as `commlens plan` plans it

@@ -670,6 +670,17 @@ impl<G: Borrow<Graph>> Planner<G> {
         self.graph.borrow()
     }
 
+    /// The nodes a plan's wire records can name, in graph order: the tagged collectives with
+    /// a process-group name (which of them a plan keeps depends on its groups).
+    pub fn wire_record_nodes(&self) -> Vec<NodeId> {
+        self.collectives
+            .tagged
+            .iter()
+            .filter(|c| c.group_name.is_some())
+            .map(|c| c.node)
+            .collect()
+    }
+
     /// The graph signature the plans carry (their bucket ids start with its first 12
     /// characters).
     pub fn signature(&self) -> &str {

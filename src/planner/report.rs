@@ -2,10 +2,11 @@
 //! byte-compatible with the Python reference (`validate_group_plans` is in `validate.rs`).
 
 use super::{Bucket, BucketPlan, Candidate, CollectiveKind};
-use crate::graph::Graph;
+use crate::graph::{Graph, NodeId};
 use crate::pyjson;
 use crate::value::{Key, PyValue};
 use indexmap::IndexMap;
+use std::ops::Range;
 
 fn dict<const N: usize>(entries: [(&str, PyValue); N]) -> PyValue {
     PyValue::Dict(
@@ -257,9 +258,19 @@ fn write_wire_record(out: &mut String, record: &super::WireRecord, graph: &Graph
 /// `BucketPlan.group_digest(group)`: layout and order for one process group, without
 /// rank-local device indices. The JSON is hashed as it is written, a bucket at a time.
 pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
+    group_digest_with(plan, graph, group, None)
+}
+
+/// [`group_digest`], with the wire records taken from `written` where it has them.
+fn group_digest_with(
+    plan: &BucketPlan,
+    graph: &Graph,
+    group: &str,
+    written: Option<&WireRecordTexts>,
+) -> String {
     use sha2::Digest;
     let mut hasher = sha2::Sha256::new();
-    let mut flush = |text: &mut String| {
+    let flush = |hasher: &mut sha2::Sha256, text: &mut String| {
         if text.len() >= 1 << 15 {
             hasher.update(text.as_bytes());
             text.clear();
@@ -283,7 +294,7 @@ pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
         pyjson::write_list_with(out, &b.members, None, 1, |out, m| {
             write_candidate(out, m, None, None, 2)
         });
-        flush(out);
+        flush(&mut hasher, out);
     });
     text.push_str(", ");
     let records = plan
@@ -291,20 +302,118 @@ pub fn group_digest(plan: &BucketPlan, graph: &Graph, group: &str) -> String {
         .get(group)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    pyjson::write_list_with(
-        &mut text,
-        records.iter().enumerate(),
-        None,
-        0,
-        |out, (i, r)| {
-            prefetch_wire_records(records, i, graph);
-            write_wire_record(out, r, graph);
-            flush(out);
-        },
-    );
+    // The records written ahead are hashed as they are; the rest are written here.
+    let (spans, rest) = match written {
+        Some(written) => written.spans_of_first(records),
+        None => (Vec::new(), 0),
+    };
+    text.push('[');
+    if let (Some(written), false) = (written, spans.is_empty()) {
+        hasher.update(text.as_bytes());
+        text.clear();
+        written.hash_items(&mut hasher, &spans);
+        if rest < records.len() {
+            text.push_str(", ");
+        }
+    }
+    for (i, record) in records.iter().enumerate().skip(rest) {
+        if i > rest {
+            text.push_str(", ");
+        }
+        prefetch_wire_records(records, i, graph);
+        write_wire_record(&mut text, record, graph);
+        flush(&mut hasher, &mut text);
+    }
+    text.push(']');
     text.push(']');
     hasher.update(text.as_bytes());
     pyjson::hex(&hasher.finalize())
+}
+
+/// The wire records of a graph's tagged collectives, written before the plan says which
+/// groups hold them: natively, `commlens plan` writes them on the second core while this one
+/// plans (it is otherwise idle then), as many as it can until the plan is made, and the group
+/// digests hash them as they are and write the rest. Written after the plan, they were half
+/// of the digests' thread, which ended the run 15-30 ms after the report's text at 500k
+/// nodes (docs/performance.md).
+pub struct WireRecordTexts {
+    /// The records in graph order, `", "` between them.
+    text: String,
+    /// Each record's node and where its text ends (it starts two bytes after the previous
+    /// record's end, or at 0).
+    ends: Vec<(NodeId, usize)>,
+}
+
+impl WireRecordTexts {
+    /// The wire records of `nodes` (in graph order), as the digests write them, until `stop`
+    /// is set: the first of them, then (checked every few records).
+    pub fn new_until(
+        graph: &Graph,
+        nodes: &[NodeId],
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> WireRecordTexts {
+        const CHECK_EVERY: usize = 64;
+        let records: Vec<super::WireRecord> = nodes
+            .iter()
+            .map(|&node| super::WireRecord { node })
+            .collect();
+        // About 250 bytes a record on the exporter's dumps.
+        let mut text = String::with_capacity(records.len() * 256);
+        let mut ends = Vec::with_capacity(records.len());
+        for (i, record) in records.iter().enumerate() {
+            if i % CHECK_EVERY == 0 && stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            if i > 0 {
+                text.push_str(", ");
+            }
+            prefetch_wire_records(&records, i, graph);
+            write_wire_record(&mut text, record, graph);
+            ends.push((record.node, text.len()));
+        }
+        WireRecordTexts { text, ends }
+    }
+
+    /// Where the texts of the first of `records` lie, as many as were written (the records
+    /// of a group are in graph order, as these are), and how many that is.
+    fn spans_of_first(&self, records: &[super::WireRecord]) -> (Vec<Range<usize>>, usize) {
+        let mut spans = Vec::with_capacity(records.len());
+        for record in records {
+            // In graph order, so by node.
+            let Ok(found) = self
+                .ends
+                .binary_search_by_key(&record.node, |&(node, _)| node)
+            else {
+                break;
+            };
+            let start = match found {
+                0 => 0,
+                _ => self.ends[found - 1].1 + 2,
+            };
+            spans.push(start..self.ends[found].1);
+        }
+        let count = spans.len();
+        (spans, count)
+    }
+
+    /// Hashes the records at `spans` with `", "` between them (a list's items, as
+    /// [`pyjson::write_list_with`] writes them): records that follow each other here are
+    /// hashed with the separator between them, at once.
+    fn hash_items(&self, hasher: &mut sha2::Sha256, spans: &[Range<usize>]) {
+        use sha2::Digest;
+        let Some(first) = spans.first() else { return };
+        let mut run = first.clone();
+        for span in &spans[1..] {
+            if span.start == run.end + 2 {
+                run.end = span.end;
+            } else {
+                hasher.update(&self.text.as_bytes()[run]);
+                hasher.update(b", ");
+                run = span.clone();
+            }
+        }
+        hasher.update(&self.text.as_bytes()[run]);
+    }
 }
 
 /// One decision of `BucketPlan.to_dict()`, with node names.
@@ -339,15 +448,18 @@ pub fn plan_to_value(plan: &BucketPlan, graph: &Graph) -> PyValue {
 
 /// [`plan_to_value`] without its two long lists, `buckets` and `decisions`.
 fn plan_to_value_without_lists(plan: &BucketPlan, graph: &Graph) -> PyValue {
-    plan_to_value_with_digests(plan, group_digests(plan, graph))
+    plan_to_value_with_digests(plan, group_digests(plan, graph, None))
 }
 
 /// `{group: group_digest(group)}` for every group of the plan.
-fn group_digests(plan: &BucketPlan, graph: &Graph) -> PyValue {
+fn group_digests(plan: &BucketPlan, graph: &Graph, written: Option<&WireRecordTexts>) -> PyValue {
     PyValue::Dict(
         plan.group_ranks
             .keys()
-            .map(|g| (Key::from(g), PyValue::Str(group_digest(plan, graph, g))))
+            .map(|g| {
+                let digest = group_digest_with(plan, graph, g, written);
+                (Key::from(g), PyValue::Str(digest))
+            })
             .collect::<indexmap::IndexMap<_, _>>()
             .into(),
     )
@@ -425,8 +537,17 @@ fn plan_to_value_with_digests(plan: &BucketPlan, group_digests: PyValue) -> PyVa
 /// decision at a time: the whole [`plan_to_value`] of a large plan takes several times the
 /// report's size.
 pub fn plan_to_json(plan: &BucketPlan, graph: &Graph) -> String {
+    plan_to_json_with(plan, graph, None)
+}
+
+/// [`plan_to_json`], with the wire records taken from `written` where it has them.
+pub fn plan_to_json_with(
+    plan: &BucketPlan,
+    graph: &Graph,
+    written: Option<&WireRecordTexts>,
+) -> String {
     let mut out = String::with_capacity(plan.buckets.len() * 1024 + plan.decisions.len() * 128);
-    write_report(plan, graph, &mut out, &mut |_| {});
+    write_report(plan, graph, written, &mut out, &mut |_| {});
     out
 }
 
@@ -437,7 +558,19 @@ pub fn write_plan_json(
     graph: &Graph,
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    crate::text::write_in_pieces(w, |out, flush| write_report(plan, graph, out, flush))
+    write_plan_json_with(plan, graph, None, w)
+}
+
+/// [`write_plan_json`], with the wire records taken from `written` where it has them.
+pub fn write_plan_json_with(
+    plan: &BucketPlan,
+    graph: &Graph,
+    written: Option<&WireRecordTexts>,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    crate::text::write_in_pieces(w, |out, flush| {
+        write_report(plan, graph, written, out, flush)
+    })
 }
 
 /// The report's text into `out`; `flush` sees it after each bucket and decision.
@@ -448,6 +581,7 @@ pub fn write_plan_json(
 fn write_report(
     plan: &BucketPlan,
     graph: &Graph,
+    written: Option<&WireRecordTexts>,
     out: &mut String,
     flush: &mut dyn FnMut(&mut String),
 ) {
@@ -455,16 +589,18 @@ fn write_report(
     std::thread::scope(|scope| {
         let hashing = std::thread::Builder::new()
             .name("commlens-digests".into())
-            .spawn_scoped(scope, || group_digests(plan, graph));
+            .spawn_scoped(scope, || group_digests(plan, graph, written));
         write_report_with(plan, graph, out, flush, || {
             hashing
                 .ok()
                 .and_then(|thread| thread.join().ok())
-                .unwrap_or_else(|| group_digests(plan, graph))
+                .unwrap_or_else(|| group_digests(plan, graph, written))
         })
     });
     #[cfg(target_arch = "wasm32")]
-    write_report_with(plan, graph, out, flush, || group_digests(plan, graph));
+    write_report_with(plan, graph, out, flush, || {
+        group_digests(plan, graph, written)
+    });
 }
 
 /// [`write_report`] with the group digests from `digests`, asked for when they are written.
@@ -641,5 +777,55 @@ mod tests {
             plan_to_json(&empty, &graph),
             pyjson::dumps_indented(&plan_to_value(&empty, &graph)) + "\n"
         );
+    }
+
+    /// The group digests are the same whoever wrote the wire records: all of them written
+    /// ahead, none, the first of them (the writing stopped when the plan was made), or
+    /// records a group does not keep among them; and so is the whole report.
+    #[test]
+    fn digests_with_wire_records_written_ahead_equal_those_written_after() {
+        use std::sync::atomic::AtomicBool;
+        let text = synthetic_dump(SynthSpec::with_nodes(5000));
+        let (graph, plan) = crate::read_and_plan(text.as_bytes(), None, None).unwrap();
+        let (group, records) = plan.wire_collectives.first().expect("a group");
+        assert!(records.len() > 10, "{} records", records.len());
+        let nodes: Vec<NodeId> = records.iter().map(|r| r.node).collect();
+        // A group that keeps every other record of those written.
+        let mut sparse = plan.clone();
+        sparse.wire_collectives[0] = records.iter().copied().step_by(2).collect();
+        let going = AtomicBool::new(false);
+        let stopped = AtomicBool::new(true);
+        let cases = [
+            ("all", WireRecordTexts::new_until(&graph, &nodes, &going)),
+            ("none", WireRecordTexts::new_until(&graph, &nodes, &stopped)),
+            (
+                "first",
+                WireRecordTexts::new_until(&graph, &nodes[..7], &going),
+            ),
+            (
+                "one",
+                WireRecordTexts::new_until(&graph, &nodes[..1], &going),
+            ),
+            (
+                "from the second",
+                WireRecordTexts::new_until(&graph, &nodes[1..], &going),
+            ),
+        ];
+        for (what, written) in &cases {
+            for plan in [&plan, &sparse] {
+                assert_eq!(
+                    group_digest_with(plan, &graph, group, Some(written)),
+                    group_digest(plan, &graph, group),
+                    "{what}"
+                );
+            }
+            assert_eq!(
+                plan_to_json_with(&plan, &graph, Some(written)),
+                plan_to_json(&plan, &graph),
+                "{what}"
+            );
+        }
+        let (_, wire_records) = cases[0].1.spans_of_first(records);
+        assert_eq!(wire_records, records.len());
     }
 }
