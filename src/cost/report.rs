@@ -113,7 +113,7 @@ impl CostReport {
             .filter_map(|(b, &launch)| {
                 let bucket = plan.buckets.get(b.bucket)?;
                 Some(BucketRow {
-                    bucket_id: bucket.bucket_id.to_string(),
+                    bucket_id: bucket.bucket_id.text(),
                     members: bucket.members.len(),
                     first: bucket
                         .members

@@ -626,7 +626,7 @@ fn identities_of(
             });
         }
         buckets.push(BucketIdentity {
-            bucket_id: bucket.bucket_id.to_string(),
+            bucket_id: bucket.bucket_id.text(),
             members: bucket.members.iter().map(|m| m.launch).collect(),
             producer: combined.role.as_ref().map(|_| PLANNER_PRODUCER.to_string()),
             role: combined.role,

@@ -416,11 +416,27 @@ impl BucketId {
             index,
         }
     }
+
+    /// The id as text, made at its length without the formatting machinery: reports, the
+    /// timeline and the bucket identities make one per bucket (63k at 500k nodes, where
+    /// `to_string` was 7 ms of `plan`'s report).
+    pub fn text(&self) -> String {
+        let mut text = String::with_capacity(self.prefix.len() + 8);
+        self.push_to(&mut text);
+        text
+    }
+
+    /// The id's text, after `out`.
+    pub fn push_to(&self, out: &mut String) {
+        out.push_str(&self.prefix);
+        out.push_str(itoa::Buffer::new().format(self.index));
+    }
 }
 
 impl fmt::Display for BucketId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", self.prefix, self.index)
+        f.write_str(&self.prefix)?;
+        f.write_str(itoa::Buffer::new().format(self.index))
     }
 }
 

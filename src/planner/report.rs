@@ -84,7 +84,7 @@ pub fn describe_bucket(bucket: &Bucket) -> PyValue {
         offset = offset.saturating_add(local_numel);
     }
     dict([
-        ("bucket_id", PyValue::Str(bucket.bucket_id.to_string())),
+        ("bucket_id", PyValue::Str(bucket.bucket_id.text())),
         (
             "rewrite_supported",
             PyValue::Bool(bucket.supports_rs_rewrite() || bucket.supports_ag_rewrite()),
@@ -158,7 +158,7 @@ fn write_bucket(out: &mut String, bucket: &Bucket, level: usize) {
     let indent = Some(1);
     let mut o = pyjson::ObjectWriter::new(out, indent, level);
     let inner = o.inner();
-    pyjson::write_string(o.key("bucket_id"), &bucket.bucket_id.to_string());
+    pyjson::write_string(o.key("bucket_id"), &bucket.bucket_id.text());
     pyjson::write_int(
         o.key("earliest_consumer"),
         bucket.earliest_consumer() as i128,

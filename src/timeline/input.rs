@@ -150,6 +150,7 @@ impl TimelineInput {
             }
         };
         let mut buckets = Vec::with_capacity(plan.buckets.len());
+        let mut id = String::new();
         let mut bucket_index = vec![u32::MAX; graph.len()];
         for b in &plan.buckets {
             let mut members = Vec::with_capacity(b.members.len());
@@ -182,7 +183,11 @@ impl TimelineInput {
                 .map(|m| m.lane)
                 .unwrap_or_else(|| Lane::of_kind(crate::planner::CollectiveKind::AllGather));
             buckets.push(BucketIn {
-                id: Rc::from(b.bucket_id.to_string()),
+                id: {
+                    id.clear();
+                    b.bucket_id.push_to(&mut id);
+                    Rc::from(id.as_str())
+                },
                 latest_input: b.latest_input() as u32,
                 earliest_consumer: b.earliest_consumer() as u32,
                 members,
