@@ -27,6 +27,7 @@ pub mod tracelog;
 pub mod value;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm_heap;
+mod words;
 
 pub use dump::{read_dump, Dump, DumpError};
 pub use graph::{Graph, NodeId};

@@ -6,6 +6,7 @@
 //! `Infinity`/`NaN`, and `str(obj)` for objects JSON cannot hold (`default=str`).
 
 use crate::value::PyValue;
+use crate::words::{bytes_equal, unprintable_bytes};
 use sha2::{Digest, Sha256};
 
 /// `json.dumps(value, sort_keys=True, default=str)`.
@@ -40,10 +41,15 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 fn newline(out: &mut String, indent: Option<usize>, level: usize) {
+    /// Indents are copied from here, not pushed a space at a time (a report's every line).
+    const SPACES: &str = "                                                                ";
     if let Some(width) = indent {
         out.push('\n');
-        for _ in 0..width * level {
-            out.push(' ');
+        let mut left = width * level;
+        while left > 0 {
+            let run = left.min(SPACES.len());
+            out.push_str(&SPACES[..run]);
+            left -= run;
         }
     }
 }
@@ -253,17 +259,26 @@ pub fn write_int(out: &mut String, i: i128) {
 }
 
 /// Whether `bytes` are printable ASCII other than `"` and `\\` (written as they are). Checked
-/// 16 bytes at a time without a branch per byte, which the compiler vectorizes (whole
-/// chunks of a fixed length, then the rest): names and Python reprs are almost always plain,
-/// and this was most of writing them.
+/// eight bytes at a time without a branch per byte, the last word overlapping the one before
+/// it: names and Python reprs are almost always plain and mostly shorter than 32 bytes, and
+/// their tails, checked a byte at a time, were most of writing them.
 fn is_plain_ascii(bytes: &[u8]) -> bool {
-    let plain = |b: u8| (0x20..0x7f).contains(&b) & (b != b'"') & (b != b'\\');
-    let chunks = bytes.chunks_exact(16);
-    let rest = chunks.remainder();
-    chunks
-        .into_iter()
-        .all(|chunk| chunk.iter().fold(true, |ok, &b| ok & plain(b)))
-        && rest.iter().fold(true, |ok, &b| ok & plain(b))
+    fn marks(word: u64) -> u64 {
+        unprintable_bytes(word) | bytes_equal(word, b'"') | bytes_equal(word, b'\\')
+    }
+    let word = |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+    let Some(last) = bytes.len().checked_sub(8) else {
+        // Spaces are plain.
+        let mut padded = [b' '; 8];
+        padded[..bytes.len()].copy_from_slice(bytes);
+        return marks(u64::from_le_bytes(padded)) == 0;
+    };
+    let any = bytes
+        .chunks_exact(8)
+        .fold(marks(word(&bytes[last..])), |any, chunk| {
+            any | marks(word(chunk))
+        });
+    any == 0
 }
 
 /// A JSON string with `ensure_ascii=True` escaping, as Python's `json` writes it.
@@ -405,6 +420,51 @@ mod tests {
             assert_eq!(out, i.to_string());
             assert_eq!(dumps(&PyValue::int(i)), i.to_string());
         }
+    }
+
+    #[test]
+    fn plain_ascii_is_decided_as_a_byte_by_byte_check_decides_it() {
+        let plain = |bytes: &[u8]| {
+            bytes
+                .iter()
+                .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+        };
+        // Every byte value at every position of strings up to three words long, in plain
+        // text and after a byte that carries or borrows (0xff, 0x00) in the words' arithmetic.
+        for len in 0..=24 {
+            for at in 0..len {
+                for before in [b'a', 0xff, 0x00, 0x7e] {
+                    for byte in 0..=255u8 {
+                        let mut bytes = vec![b'a'; len];
+                        if at > 0 {
+                            bytes[at - 1] = before;
+                        }
+                        bytes[at] = byte;
+                        assert_eq!(is_plain_ascii(&bytes), plain(&bytes), "{bytes:?}");
+                    }
+                }
+            }
+        }
+        let mut out = String::new();
+        write_string(&mut out, "aten.mm.default(primals_1, 'x')~");
+        assert_eq!(out, "\"aten.mm.default(primals_1, 'x')~\"");
+    }
+
+    #[test]
+    fn indents_deeper_than_the_spaces_copied_at_once_are_whole() {
+        let mut value = PyValue::int(7);
+        for _ in 0..70 {
+            value = PyValue::List(vec![value]);
+        }
+        let mut expected = String::new();
+        for level in 0..70 {
+            expected.push_str(&format!("{}[\n", " ".repeat(level)));
+        }
+        expected.push_str(&format!("{}7", " ".repeat(70)));
+        for level in (0..70).rev() {
+            expected.push_str(&format!("\n{}]", " ".repeat(level)));
+        }
+        assert_eq!(dumps_indented(&value), expected);
     }
 
     #[test]

@@ -13,11 +13,12 @@
 //! serde exactly, and on nothing else (tests below, against serde, on every node of the
 //! conformance dumps and on damaged ones).
 
-use super::streamed::{keep_shared, zero_bytes, HIGHS, MAX_DEPTH, ONES};
+use super::streamed::{keep_shared, MAX_DEPTH};
 use super::{ArgsWant, KwargsWant, RawNode, RawRepr, Slot, Tolerant};
 use crate::key::Key;
 use crate::meta::{decoded_on_read, Meta, MetaText};
 use crate::value::{text_value, Context, DecodeScratch, NodeRef, PyValue, MAX_LIST_LEN};
+use crate::words::{bytes_equal, HIGHS, ONES};
 use serde::de::DeserializeSeed;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -643,9 +644,7 @@ fn plain_run(bytes: &[u8], mut i: usize) -> Option<usize> {
         // Bytes under 0x20 (a borrow only marks above a true mark; bytes from 0x80 have
         // their high bit set and are not marked).
         let control = word.wrapping_sub(0x20 * ONES) & !word & HIGHS;
-        let marks = zero_bytes(word ^ (b'"' as u64 * ONES))
-            | zero_bytes(word ^ (b'\\' as u64 * ONES))
-            | control;
+        let marks = bytes_equal(word, b'"') | bytes_equal(word, b'\\') | control;
         if marks != 0 {
             return Some(i + marks.trailing_zeros() as usize / 8);
         }

@@ -15,6 +15,7 @@ use super::{
     ParsedNodes, RawNode, Skip, Slot, Targets, Tolerant, J,
 };
 use crate::hashing::FastSet;
+use crate::words::{bytes_equal, HIGHS, ONES};
 use std::io::Read;
 use std::sync::Arc;
 
@@ -268,15 +269,6 @@ fn scan_nested(text: &[u8], start: usize) -> Scan {
     }
 }
 
-pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
-pub(super) const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of the first zero byte of `word` (little-endian) is the lowest bit set, when
-/// there is one: borrows only make false marks above a true zero.
-pub(super) fn zero_bytes(word: u64) -> u64 {
-    word.wrapping_sub(ONES) & !word & HIGHS
-}
-
 /// The first position from `i` that holds one of `"`, `{`, `[`, `}`, `]` (or one of the four
 /// bytes that share the brackets' bits under `0xD9`: `Y`, `_`, `y`, DEL), eight bytes at a
 /// time: between a node's strings are short runs of punctuation, digits and spaces.
@@ -284,8 +276,7 @@ pub(super) fn zero_bytes(word: u64) -> u64 {
 fn next_structural(text: &[u8], mut i: usize) -> Option<usize> {
     while let Some(chunk) = text.get(i..i + 8) {
         let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        let marks = zero_bytes(word ^ (b'"' as u64 * ONES))
-            | zero_bytes((word & (0xD9 * ONES)) ^ (0x59 * ONES));
+        let marks = bytes_equal(word, b'"') | bytes_equal(word & (0xD9 * ONES), 0x59);
         if marks != 0 {
             return Some(i + marks.trailing_zeros() as usize / 8);
         }
@@ -305,8 +296,7 @@ fn string_end(text: &[u8], mut i: usize) -> Option<usize> {
             match text.get(i..i + 8) {
                 Some(chunk) => {
                     let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-                    let marks = zero_bytes(word ^ (b'"' as u64 * ONES))
-                        | zero_bytes(word ^ (b'\\' as u64 * ONES));
+                    let marks = bytes_equal(word, b'"') | bytes_equal(word, b'\\');
                     if marks != 0 {
                         break i + marks.trailing_zeros() as usize / 8;
                     }
