@@ -21,6 +21,21 @@ test('the wasm is served as application/wasm under the site path', async (t) => 
   assert.equal(res.headers()['content-type'], 'application/wasm');
 });
 
+test('a browser that cannot compile the wasm (no WebAssembly SIMD) is told what the app needs', async (t) => {
+  // The engine's own refusal, as a browser without the module's vector instructions gives it.
+  const noSimd = () => {
+    const refuse = () => Promise.reject(new WebAssembly.CompileError('WebAssembly.instantiate(): invalid SIMD opcode'));
+    WebAssembly.instantiateStreaming = refuse;
+    WebAssembly.instantiate = refuse;
+  };
+  const app = await openApp(t, { initScript: noSimd });
+  await app.page.waitForSelector('#fatal:not([hidden])', { timeout: 20_000 });
+  const text = await app.text('#fatal');
+  assert.match(text, /could not start in this browser: .*invalid SIMD opcode/);
+  assert.match(text, /WebAssembly with SIMD \(Chrome or Edge 91, Firefox 89, Safari 16\.4/);
+  assert.equal(await app.page.locator('header').count(), 0, 'the app did not start');
+});
+
 test('the harness lays a request aborted by leaving the page on the navigation, and counts any other failed request', async (t) => {
   // A server that answers nothing: its requests stay in flight until the page gives them up.
   const hanging = [];
