@@ -67,8 +67,7 @@ pub(crate) fn scan_value(text: &[u8], start: usize) -> Scan {
 /// written without line breaks has every node found this way; byte runs from one quote or
 /// bracket to the next took a tenth of such a run's samples natively, and in the browser a
 /// one-line 100k dump read 45 ms (8%) slower with them than with this scan on wasm's vectors.
-/// Those (`simd128`) are in every browser since 2023 and in Node since 16.4.
-#[cfg_attr(target_arch = "wasm32", target_feature(enable = "simd128"))]
+/// The wasm builds have those (`simd128`: `.cargo/config.toml`).
 fn scan_nested(text: &[u8], start: usize) -> Scan {
     let mut blocks = Blocks::default();
     let mut i = start;
@@ -197,10 +196,9 @@ impl Marks {
         marks
     }
 
-    /// With wasm's 128-bit vectors (`simd128`, in every browser since 2023): 16 bytes
-    /// compared at once, as with SSE2.
-    #[cfg(target_arch = "wasm32")]
-    #[target_feature(enable = "simd128")]
+    /// With wasm's 128-bit vectors (`simd128`, in every browser since 2023; the wasm builds
+    /// enable them): 16 bytes compared at once, as with SSE2.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     fn of(block: &[u8; 64]) -> Marks {
         use std::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_load, v128_or};
         let mut marks = Marks::default();
@@ -219,14 +217,23 @@ impl Marks {
         marks
     }
 
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "wasm32")))]
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    )))]
     fn of(block: &[u8; 64]) -> Marks {
         Marks::of_words(block)
     }
 
     /// [`Marks::of`] eight bytes at a time in plain integer arithmetic, on processors
     /// without the x86-64 path (and in its test).
-    #[cfg_attr(any(target_arch = "x86_64", target_arch = "wasm32"), allow(dead_code))]
+    #[cfg_attr(
+        any(
+            target_arch = "x86_64",
+            all(target_arch = "wasm32", target_feature = "simd128")
+        ),
+        allow(dead_code)
+    )]
     fn of_words(block: &[u8; 64]) -> Marks {
         /// The high bit of each byte of `word` that is `byte`, exactly.
         fn equal(word: u64, byte: u8) -> u64 {
