@@ -18,7 +18,7 @@ use super::{ArgsWant, KwargsWant, RawNode, RawRepr, Slot, Tolerant};
 use crate::key::Key;
 use crate::meta::{decoded_on_read, Meta, MetaText};
 use crate::value::{text_value, Context, DecodeScratch, NodeRef, PyValue, MAX_LIST_LEN};
-use crate::words::{bytes_equal, HIGHS, ONES};
+use crate::words::{bytes_equal, control_bytes};
 use serde::de::DeserializeSeed;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -641,10 +641,7 @@ fn by_serde<'t, S: DeserializeSeed<'t>>(text: &'t str, seed: S) -> Option<S::Val
 fn plain_run(bytes: &[u8], mut i: usize) -> Option<usize> {
     while let Some(chunk) = bytes.get(i..i + 8) {
         let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        // Bytes under 0x20 (a borrow only marks above a true mark; bytes from 0x80 have
-        // their high bit set and are not marked).
-        let control = word.wrapping_sub(0x20 * ONES) & !word & HIGHS;
-        let marks = bytes_equal(word, b'"') | bytes_equal(word, b'\\') | control;
+        let marks = bytes_equal(word, b'"') | bytes_equal(word, b'\\') | control_bytes(word);
         if marks != 0 {
             return Some(i + marks.trailing_zeros() as usize / 8);
         }
