@@ -52,7 +52,11 @@ mod tests {
             || data[2..].iter().sum::<i32>(),
         );
         assert_eq!((a, b), (3, 7));
-        let raised = std::panic::catch_unwind(|| join("test", || panic!("first"), || 1));
-        assert!(raised.is_err());
+        // wasm aborts on a panic: nothing to catch there.
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let raised = std::panic::catch_unwind(|| join("test", || panic!("first"), || 1));
+            assert!(raised.is_err());
+        }
     }
 }

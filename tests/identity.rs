@@ -13,6 +13,7 @@ use commlens::{read_dump, Graph};
 use std::path::{Path, PathBuf};
 
 // The allocator the CLI ships with (the scale figure is measured with it).
+#[cfg(not(target_arch = "wasm32"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1329,8 +1329,10 @@ mod tests {
     }
 
     /// Hands out nodes as a dump's text holds them, and says which it was given.
+    #[cfg(not(target_arch = "wasm32"))]
     struct Order(Vec<String>);
 
+    #[cfg(not(target_arch = "wasm32"))]
     impl crate::dump::NodeSink for Order {
         fn begin(&mut self) {
             self.0.clear();
@@ -1345,6 +1347,8 @@ mod tests {
     /// Every way the two threads can share the work (the reading thread parsing every node,
     /// the checking one parsing every node, and what `read_from` does) reads what one thread
     /// and the whole-text reader read, node for node, on a dump long enough for many batches.
+    // Two threads: not in wasm (the reader runs on one there).
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn two_threads_read_what_one_reads() {
         let spec = crate::synth::SynthSpec::with_nodes(12 * super::BATCH * super::IN_FLIGHT);
@@ -1414,6 +1418,8 @@ mod tests {
 
     /// A sink that panics part-way (a bug) ends the reading with that panic, while the
     /// reading thread still has batches to send: it is not left waiting, nor waited for.
+    // Two threads: not in wasm (the reader runs on one there).
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn a_panic_on_the_checking_thread_does_not_leave_the_reader_waiting() {
         struct Panics;
@@ -1440,6 +1446,8 @@ mod tests {
 
     /// A dump that goes wrong late (a repeated name, bad JSON in a node, text cut short) is
     /// declined on two threads, whichever thread parses the node, and the reading stops.
+    // Two threads: not in wasm (the reader runs on one there).
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn two_threads_decline_what_one_declines() {
         let spec = crate::synth::SynthSpec::with_nodes(6 * super::BATCH * super::IN_FLIGHT);
@@ -1629,10 +1637,10 @@ mod tests {
         }
     }
 
-    /// A block's marks, found 16 bytes at a time with SSE2 and 8 at a time in integers, are
-    /// the bytes that are quotes, backslashes and brackets, whatever bytes are around them.
+    /// A block's marks, found 16 bytes at a time with SSE2 or wasm's vectors and 8 at a time
+    /// in integers, are the bytes that are quotes, backslashes and brackets, whatever bytes
+    /// are around them. (`cargo xtask test` runs this in wasm too: its wasm-unit step.)
     #[test]
-    #[cfg(not(target_arch = "wasm32"))]
     fn block_marks_are_the_bytes_that_are_quotes_backslashes_and_brackets() {
         use super::Marks;
         let mut rng = crate::dump::tests::Rng(0x9e37_79b9_7f4a_7c15);

@@ -34,7 +34,7 @@ pub fn run(args: &[String]) -> Res<()> {
         shared: util::shared_dir(),
         native: !skip_native,
     };
-    let steps: [(&str, &str, bool, StepFn); 9] = [
+    let steps: [(&str, &str, bool, StepFn); 10] = [
         (
             "lint",
             "cargo fmt --check; cargo clippy --workspace --all-targets -- -D warnings",
@@ -53,6 +53,12 @@ pub fn run(args: &[String]) -> Res<()> {
             "wasm32 clippy and build (wasm profile) of the core, commlens-wasm and the app",
             skip_wasm,
             step_wasm_core,
+        ),
+        (
+            "wasm-unit",
+            "the core's tests on wasm: cargo test --target wasm32-wasip1 -p commlens, in Node",
+            skip_wasm,
+            step_wasm_unit,
         ),
         (
             "wasm-conf",
@@ -250,6 +256,25 @@ fn step_wasm_core(_: &Env) -> Res<()> {
             .args(["--", "-D", "warnings"]),
     )?;
     site::cargo_build_wasm()
+}
+
+/// The core's unit and integration tests, built for wasm32-wasip1 with the app's vectors
+/// (simd128) and run in Node by `tests/wasm/wasi-run.mjs` (`.cargo/config.toml` names both):
+/// the reader's wasm-only code (its block scan on wasm's vectors, a 32-bit `usize`) is tested
+/// where it runs, not only through the conformance run. Two-thread tests are native only.
+fn step_wasm_unit(cx: &Env) -> Res<()> {
+    const WASI_TARGET: &str = "wasm32-wasip1";
+    if util::on_path("rustup").is_some() {
+        util::run(util::cmd("rustup").args(["target", "add", WASI_TARGET]))?;
+    }
+    util::run(
+        util::cargo()
+            .args(["test", "--profile", "wasm-test", "--target", WASI_TARGET])
+            .args(["-p", "commlens", "--lib", "--tests", "--no-fail-fast"])
+            // A panic aborts on wasm, before libtest could print what it captured.
+            .args(["--", "--nocapture"])
+            .env("COMMLENS_SHARED", &cx.shared),
+    )
 }
 
 /// The native CLI the conformance run and pytest compare against.
