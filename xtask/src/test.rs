@@ -267,6 +267,12 @@ fn step_wasm_unit(cx: &Env) -> Res<()> {
     if util::on_path("rustup").is_some() {
         util::run(util::cmd("rustup").args(["target", "add", WASI_TARGET]))?;
     }
+    // The tests' wasm-only gating (two-thread tests left out) is linted as the native code is.
+    util::run(
+        util::cargo()
+            .args(["clippy", "--profile", "wasm-test", "--target", WASI_TARGET])
+            .args(["-p", "commlens", "--lib", "--tests", "--", "-D", "warnings"]),
+    )?;
     util::run(
         util::cargo()
             .args(["test", "--profile", "wasm-test", "--target", WASI_TARGET])
