@@ -198,8 +198,7 @@ const wasi = {
     const entry = open(fd);
     if (entry.dir !== undefined) return ERRNO.EISDIR;
     let total = 0;
-    for (const iov of iovecs(iovs, n)) {
-      const chunk = iov;
+    for (const chunk of iovecs(iovs, n)) {
       if (entry.stdio !== undefined) {
         total += writeAll(entry.stdio, chunk, null);
       } else {
@@ -225,17 +224,15 @@ const wasi = {
     const entry = open(fd);
     if (entry.dir === undefined) return ERRNO.ENOTDIR;
     entry.listing ??= fs.readdirSync(entry.dir, { withFileTypes: true });
-    const v = view();
     let used = 0;
     for (let i = Number(cookie); i < entry.listing.length && used < len; i++) {
       const d = entry.listing[i];
       const name = Buffer.from(d.name);
       // A dirent (24 bytes) then its name; cut short at the buffer's end, which tells the
       // caller to ask again from this cookie with a bigger buffer.
-      const head = new Uint8Array(24);
+      const head = new Uint8Array(24); // d_ino stays 0
       const hv = new DataView(head.buffer);
       hv.setBigUint64(0, BigInt(i + 1), true);
-      hv.setBigUint64(8, 0n, true);
       hv.setUint32(16, name.length, true);
       hv.setUint8(20, filetype(d));
       const record = Buffer.concat([head, name]);
@@ -243,7 +240,7 @@ const wasi = {
       bytes(buf + used, take).set(record.subarray(0, take));
       used += take;
     }
-    v.setUint32(out, used, true);
+    view().setUint32(out, used, true);
   },
 };
 

@@ -17,6 +17,10 @@ struct Env {
 
 type StepFn = fn(&Env) -> Res<()>;
 
+/// The target the core's tests are built for to run on wasm (the wasm-unit step): the app's
+/// `WASM_TARGET` has no system interface to run a test harness on.
+const WASI_TARGET: &str = "wasm32-wasip1";
+
 pub fn run(args: &[String]) -> Res<()> {
     let mut o = Opts::new(args);
     let skip_native = o.flag("--skip-native");
@@ -43,7 +47,7 @@ pub fn run(args: &[String]) -> Res<()> {
         ),
         (
             "toolchain",
-            "rustup target add wasm32-unknown-unknown",
+            "rustup target add wasm32-unknown-unknown wasm32-wasip1",
             false,
             step_toolchain,
         ),
@@ -175,10 +179,10 @@ fn step_fuzz(_: &Env) -> Res<()> {
 
 fn step_toolchain(_: &Env) -> Res<()> {
     if util::on_path("rustup").is_none() {
-        println!("(no rustup on PATH: assuming the toolchain already has {WASM_TARGET})");
+        println!("(no rustup on PATH: assuming the toolchain has {WASM_TARGET} and {WASI_TARGET})");
         return Ok(());
     }
-    util::run(util::cmd("rustup").args(["target", "add", WASM_TARGET]))
+    util::run(util::cmd("rustup").args(["target", "add", WASM_TARGET, WASI_TARGET]))
 }
 
 fn step_native(cx: &Env) -> Res<()> {
@@ -263,10 +267,6 @@ fn step_wasm_core(_: &Env) -> Res<()> {
 /// the reader's wasm-only code (its block scan on wasm's vectors, a 32-bit `usize`) is tested
 /// where it runs, not only through the conformance run. Two-thread tests are native only.
 fn step_wasm_unit(cx: &Env) -> Res<()> {
-    const WASI_TARGET: &str = "wasm32-wasip1";
-    if util::on_path("rustup").is_some() {
-        util::run(util::cmd("rustup").args(["target", "add", WASI_TARGET]))?;
-    }
     // The tests' wasm-only gating (two-thread tests left out) is linted as the native code is.
     util::run(
         util::cargo()
