@@ -1,8 +1,10 @@
 //! Reading at scale, against the floor: synthetic Llama-like FSDP dumps of about 10k, 100k and
 //! 1M nodes (`commlens::synth`), gzipped as dumps are shipped, each in two shapes: as
-//! `synthetic_dump` writes it (about 450 bytes a node), and `lean` (`synth::lean_dump`: the
+//! `synthetic_dump` writes it (about 450 bytes a node), `lean` (`synth::lean_dump`: the
 //! exporter's layout without `val`, about 340 bytes a node, the shape issue 14 measured), on
-//! which costs that go with the nodes weigh more against the floor.
+//! which costs that go with the nodes weigh more against the floor, and `traced` (lean with a
+//! stack trace in every node, as the exporter writes with `--with-stack-trace`: about 840
+//! bytes a node).
 //!
 //! The floor is what reading cannot avoid: gunzip, then a validating serde_json pass that keeps
 //! nothing (`IgnoredAny`). Each step is reported with its ratio to the floor measured in the
@@ -24,7 +26,7 @@
 mod support;
 
 use commlens::planner::Planner;
-use commlens::synth::{lean_dump, synthetic_dump, SynthSpec};
+use commlens::synth::{lean_dump, lean_dump_with_stack_traces, synthetic_dump, SynthSpec};
 use commlens::{read_dump, Graph};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -35,7 +37,7 @@ use std::time::{Duration, Instant};
 use support::{best_time as best, ms};
 
 /// The dump shapes, each measured at every size.
-const SHAPES: [&str; 2] = ["synthetic", "lean"];
+const SHAPES: [&str; 3] = ["synthetic", "lean", "traced"];
 
 /// The steps timed in process and in a child process.
 const STEPS: [&str; 3] = ["floor", "read", "prepared"];
@@ -147,6 +149,7 @@ fn write_dump(target: usize, shape: &str, file: &Path) -> (usize, usize, usize) 
     let text = synthetic_dump(SynthSpec::with_nodes(target));
     let json = match shape {
         "lean" => lean_dump(&text).expect("a lean dump"),
+        "traced" => lean_dump_with_stack_traces(&text).expect("a traced dump"),
         _ => text,
     }
     .into_bytes();

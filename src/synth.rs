@@ -573,6 +573,38 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
 /// the 500k-node dump issue 14 was measured on (173 MB of JSON, 7.9 MB gzipped). Costs that go
 /// with the nodes weigh more against a floor that goes with the bytes.
 pub fn lean_dump(text: &str) -> Result<String, String> {
+    relaid(text, false)
+}
+
+/// [`lean_dump`] with a `stack_trace` in every node's `meta`, as the exporter writes with
+/// `--with-stack-trace`: four frames of Python source a node (about 450 bytes, with escaped
+/// quotes and line breaks), each node's different, so no two nodes keep the same metadata.
+pub fn lean_dump_with_stack_traces(text: &str) -> Result<String, String> {
+    relaid(text, true)
+}
+
+/// A stack trace as torch records one in a node's `meta`: the frames that made node `i`.
+fn stack_trace(i: usize) -> String {
+    const FILES: [&str; 4] = [
+        "/workspace/train.py",
+        "/workspace/model/transformer.py",
+        "/workspace/model/attention.py",
+        "/usr/lib/python3/site-packages/torch/nn/modules/module.py",
+    ];
+    (0..4)
+        .map(|frame| {
+            let line = 1 + (i * 7 + frame * 131) % 1800;
+            format!(
+                "  File \"{}\", line {line}, in forward\n    h = self.block_{i}(h, mask=mask)  # \"{frame}\"\n",
+                FILES[frame]
+            )
+        })
+        .collect()
+}
+
+/// The nodes of a [`synthetic_dump`] laid out as the exporter does, without `val`, and with a
+/// stack trace each when `stack_traces`.
+fn relaid(text: &str, stack_traces: bool) -> Result<String, String> {
     const NODES: &str = "\"nodes\": [\n";
     let at = text.find(NODES).ok_or("no \"nodes\" line")?;
     let head: serde_json::Map<String, serde_json::Value> =
@@ -598,6 +630,9 @@ pub fn lean_dump(text: &str) -> Result<String, String> {
             serde_json::from_str(line).map_err(|e| format!("node {i}: {e}"))?;
         if let Some(meta) = node.get_mut("meta").and_then(|m| m.as_object_mut()) {
             meta.shift_remove("val");
+            if stack_traces {
+                meta.insert("stack_trace".into(), stack_trace(i).into());
+            }
         }
         if i > 0 {
             out.push_str(",\n");
@@ -611,6 +646,7 @@ pub fn lean_dump(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::PyValue;
 
     #[test]
     fn synthetic_dumps_read_and_plan() {
@@ -664,5 +700,30 @@ mod tests {
         };
         // The planner reads no `val`: the same report, digests and all.
         assert_eq!(plan(full), plan(lean));
+    }
+
+    #[test]
+    fn stack_traces_are_each_nodes_own_and_read_back_whole() {
+        let text = synthetic_dump(SynthSpec {
+            layers: 2,
+            degree: 4,
+            hidden: 64,
+        });
+        let traced = lean_dump_with_stack_traces(&text).expect("traced");
+        let dump = crate::read_dump(traced.as_bytes()).expect("valid traced dump");
+        let traces: Vec<String> = dump
+            .nodes
+            .iter()
+            .map(|n| match n.meta.to_dict().get("stack_trace") {
+                Some(PyValue::Str(s)) => s.to_string(),
+                other => panic!("{}: stack_trace {other:?}", n.name),
+            })
+            .collect();
+        assert_eq!(traces[5], stack_trace(5));
+        assert!(
+            traces[5].contains("\"/workspace/train.py\", line") && traces[5].lines().count() == 8
+        );
+        let distinct: std::collections::HashSet<&String> = traces.iter().collect();
+        assert_eq!(distinct.len(), traces.len(), "every node's trace differs");
     }
 }
