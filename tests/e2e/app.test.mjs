@@ -274,7 +274,7 @@ test('100k nodes: drop to painted timeline, and re-plan; the whole view says whe
 // Issue 14: a 1M-node gzipped dump opens in the browser (the wasm build's memory, 4 GiB at
 // most, holds it) and paints. It drops the scale step's dump (made once with the release
 // example, about 16 MB gzipped, 449 MB of JSON), so it runs when COMMLENS_E2E_1M=1, which
-// `cargo xtask test` sets once that step has made it (about 8 s here); the 5 s budget is
+// `cargo xtask test` sets when that dump is there (about 8 s here); the 5 s budget is
 // asserted with COMMLENS_PERF_STRICT=1.
 test('1M nodes, gzipped: the dump opens and the timeline paints', { skip: process.env.COMMLENS_E2E_1M !== '1' && 'set COMMLENS_E2E_1M=1' }, async (t) => {
   const file = join(REPO, 'target', 'scale', 'synth-1m.json.gz');
