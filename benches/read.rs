@@ -1,5 +1,5 @@
 //! Reading at scale, against the floor: synthetic Llama-like FSDP dumps of about 10k, 100k and
-//! 1M nodes (`commlens::synth`), gzipped as dumps are shipped, each in two shapes: as
+//! 1M nodes (`commlens::synth`), gzipped as dumps are shipped, each in three shapes: as
 //! `synthetic_dump` writes it (about 450 bytes a node), `lean` (`synth::lean_dump`: the
 //! exporter's layout without `val`, about 340 bytes a node, the shape issue 14 measured), on
 //! which costs that go with the nodes weigh more against the floor, and `traced` (lean with a
