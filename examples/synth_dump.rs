@@ -6,18 +6,37 @@
 //! stack trace in every node's `meta`, as the exporter writes with `--with-stack-trace`
 //! (`commlens::synth::lean_dump_with_stack_traces`).
 //!
+//! With `hostile`, OUT is a directory, and every shape of `commlens::synth::Hostile` is
+//! written there as `NAME.json` (valid dumps that find work growing faster than the graph),
+//! with `NAME.args.json` beside the shapes that have planner arguments for a diff's after side.
+//!
 //! `cargo run --release --example synth_dump -- 1000000 /tmp/synth-1m.json.gz [lean|traced]`
 
-use commlens::synth::{lean_dump, lean_dump_with_stack_traces, synthetic_dump, SynthSpec};
+use commlens::synth::{lean_dump, lean_dump_with_stack_traces, synthetic_dump, Hostile, SynthSpec};
 use std::io::Write;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: synth_dump NODES OUT[.gz] [lean|traced]";
+    let usage = "usage: synth_dump NODES OUT[.gz] [lean|traced] | synth_dump NODES DIR hostile";
     let nodes: usize = args.next().ok_or(usage)?.parse()?;
     let out = args.next().ok_or(usage)?;
+    let shape = args.next();
+    if shape.as_deref() == Some("hostile") {
+        std::fs::create_dir_all(&out)?;
+        for hostile in Hostile::ALL {
+            let path = std::path::Path::new(&out).join(format!("{}.json", hostile.name()));
+            std::fs::write(&path, hostile.dump(nodes))?;
+            eprintln!("{}", path.display());
+            if let Some(args) = hostile.args_after() {
+                let path = path.with_extension("args.json");
+                std::fs::write(&path, args)?;
+                eprintln!("{}", path.display());
+            }
+        }
+        return Ok(());
+    }
     let text = synthetic_dump(SynthSpec::with_nodes(nodes));
-    let text = match args.next().as_deref() {
+    let text = match shape.as_deref() {
         None => text,
         Some("lean") => lean_dump(&text)?,
         Some("traced") => lean_dump_with_stack_traces(&text)?,

@@ -464,8 +464,16 @@ impl Graph {
     }
 
     /// The nodes that only reshape a reduce-scatter's input (`rs_layout_preparation`).
+    ///
+    /// The chain is a set (the reference's): a node met again ends it. Each step's node has
+    /// the previous one as its only user, so a node cannot come again, but the check stays,
+    /// and a long chain (a hostile dump's 100k views) is checked against a set, not searched
+    /// (searched, 100k views took 1.2 s, growing with the square).
     pub fn rs_layout_preparation(&self, rs: NodeId) -> Vec<NodeId> {
+        /// Chains up to this long are searched (a real one has a few nodes).
+        const SEARCHED: usize = 16;
         let mut chain = Vec::new();
+        let mut met = crate::hashing::FastSet::default();
         let mut previous = rs;
         let mut current = self.node(rs).args.first().and_then(crate::dump::node_index);
         while let Some(id) = current {
@@ -474,7 +482,16 @@ impl Graph {
             let reshapes = node.op == Op::CallFunction
                 && split_op(&node.target)
                     .is_some_and(|(ns, op, _)| RS_LAYOUT_OPS.contains(&(ns, op)));
-            if !(only_user && reshapes) || chain.contains(&id) {
+            let again = match chain.len() < SEARCHED {
+                true => chain.contains(&id),
+                false => {
+                    if met.is_empty() {
+                        met.extend(chain.iter().copied());
+                    }
+                    !met.insert(id)
+                }
+            };
+            if !(only_user && reshapes) || again {
                 break;
             }
             chain.push(id);

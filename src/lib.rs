@@ -6,6 +6,7 @@
 
 pub mod cost;
 pub mod diff;
+mod dotted;
 pub mod dump;
 pub mod dump_writer;
 pub mod graph;

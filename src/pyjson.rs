@@ -231,14 +231,30 @@ pub fn write_list_with<T>(
     level: usize,
     mut item: impl FnMut(&mut String, T),
 ) {
-    let item_separator = if indent.is_some() { "," } else { ", " };
     let mut any = false;
     for x in items {
-        out.push_str(if any { item_separator } else { "[" });
+        start_list_item(out, indent, level, !any);
         any = true;
-        newline(out, indent, level + 1);
         item(out, x);
     }
+    end_list(out, indent, level, any);
+}
+
+/// What comes before an item of a list at `level`, as [`write_list_with`] writes it: the
+/// list's `[` before the first item, else the separator after the one before. With
+/// [`end_list`], for a list written in parts.
+pub fn start_list_item(out: &mut String, indent: Option<usize>, level: usize, first: bool) {
+    out.push_str(match (first, indent) {
+        (true, _) => "[",
+        (false, Some(_)) => ",",
+        (false, None) => ", ",
+    });
+    newline(out, indent, level + 1);
+}
+
+/// The end of a list at `level` whose items began with [`start_list_item`] (`[]` when it
+/// had none).
+pub fn end_list(out: &mut String, indent: Option<usize>, level: usize, any: bool) {
     if !any {
         out.push_str("[]");
         return;

@@ -3,6 +3,9 @@
 //! re-gathers, reduce-scatters into the output), shaped like the traced conformance graphs
 //! but of any size. Real graphs come from the Python exporter; these only exist to measure.
 
+mod hostile;
+pub use hostile::Hostile;
+
 use crate::pyjson::write_string;
 
 /// What to generate.

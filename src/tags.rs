@@ -108,6 +108,9 @@ pub struct DerivedTags {
     pub already_tagged: usize,
     /// Process groups whose ranks were assumed (`0..size`), with the size.
     pub assumed_groups: Vec<(String, usize)>,
+    /// Process groups the dump records no ranks for, past the ranks that are assumed at most
+    /// (2^22 in all): left without ranks.
+    pub unassumed_groups: usize,
     /// Nodes flagged `autograd_backward` because they follow the gradient seed.
     pub backward_flagged: usize,
 }
@@ -176,6 +179,13 @@ impl DerivedTags {
                     .join(", ")
             ));
         }
+        if self.unassumed_groups > 0 {
+            text.push_str(&format!(
+                " {} more process group(s) the dump does not record were left without ranks \
+                 (at most 2^22 ranks are assumed in all).",
+                self.unassumed_groups
+            ));
+        }
         if self.backward_flagged > 0 {
             text.push_str(&format!(
                 " No autograd metadata: {} node(s) after the gradient seed were marked backward.",
@@ -235,6 +245,8 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
     let names = NameFinder::new(graph);
     let mut state_index: HashMap<String, usize> = HashMap::new();
     let mut group_sizes: Vec<(String, usize)> = Vec::new();
+    // The groups in `group_sizes`: a graph may hold as many groups as collectives.
+    let mut sized: crate::hashing::FastSet<String> = Default::default();
 
     for c in &classification.collectives {
         let (Some(role), Some(source)) = (&c.role, c.source) else {
@@ -252,7 +264,8 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
         let next = state_index.len();
         let state_idx = *state_index.entry(param_name.clone()).or_insert(next);
         if let (Some(group), Some(size)) = (&c.group, group_size(node)) {
-            if !group_sizes.iter().any(|(g, _)| g == group) {
+            if !sized.contains(group.as_str()) {
+                sized.insert(group.clone());
                 group_sizes.push((group.clone(), size));
             }
         }
@@ -303,15 +316,24 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
         }
     }
 
-    // Groups the dump records no ranks for: assume `0..size`.
-    let known: Vec<String> = match &dump.group_ranks {
+    // Groups the dump records no ranks for: assume `0..size`, for as many groups as keep the
+    // ranks assumed within `ASSUMED_RANKS` (each group may say 2^20 ranks, and a graph may
+    // hold a group per collective); the groups past it are left without ranks, as the dump
+    // left them.
+    const ASSUMED_RANKS: usize = 1 << 22;
+    let known: crate::hashing::FastSet<String> = match &dump.group_ranks {
         Some(PyValue::Dict(d)) => d.keys().map(|k| k.as_str().to_string()).collect(),
-        _ => Vec::new(),
+        _ => Default::default(),
     };
-    let missing: Vec<(String, usize)> = group_sizes
+    let mut assumed = 0usize;
+    let (missing, past_budget): (Vec<_>, Vec<_>) = group_sizes
         .into_iter()
         .filter(|(g, size)| !known.contains(g) && *size >= 1)
-        .collect();
+        .partition(|(_, size)| {
+            assumed = assumed.saturating_add(*size);
+            assumed <= ASSUMED_RANKS
+        });
+    derived.unassumed_groups = past_budget.len();
     if !missing.is_empty() {
         let mut ranks = match dump.group_ranks.take() {
             Some(PyValue::Dict(d)) => std::sync::Arc::unwrap_or_clone(d),

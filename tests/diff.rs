@@ -51,11 +51,11 @@ fn member_key(member: &Value) -> Key {
     )
 }
 
-/// Each collective of a report's buckets, in plan order: its key, its bucket's id, and the
-/// other members of its bucket, sorted.
+/// Each collective of a report's buckets, in plan order: its key, its bucket (index and id),
+/// and the other members of its bucket, sorted.
 fn placements(report: &Value) -> Vec<(Key, Value, Vec<Key>)> {
     let mut out = Vec::new();
-    for bucket in report["buckets"].as_array().unwrap() {
+    for (index, bucket) in report["buckets"].as_array().unwrap().iter().enumerate() {
         let keys: Vec<Key> = bucket["members"]
             .as_array()
             .unwrap()
@@ -70,7 +70,8 @@ fn placements(report: &Value) -> Vec<(Key, Value, Vec<Key>)> {
                 .map(|(_, k)| k.clone())
                 .collect();
             with.sort();
-            out.push((key.clone(), bucket["bucket_id"].clone(), with));
+            let place = json!({"bucket": index, "bucket_id": bucket["bucket_id"]});
+            out.push((key.clone(), place, with));
         }
     }
     out
@@ -89,10 +90,7 @@ fn independent_diff(before: &Value, after: &Value) -> Value {
     }
     let placement = |p: Option<&(Value, Vec<Key>)>| match p {
         None => Value::Null,
-        Some((id, with)) => json!({
-            "bucket_id": id,
-            "with": with.iter().map(|(k, p, s)| json!([k, p, s])).collect::<Vec<_>>(),
-        }),
+        Some((place, _)) => place.clone(),
     };
     let mut collectives = Vec::new();
     for ((kind, param, idx), (b, a)) in &by_key {
@@ -126,13 +124,19 @@ fn independent_diff(before: &Value, after: &Value) -> Value {
     let side = |r: &Value| {
         json!({
             "signature": r["signature"],
-            "buckets": r["buckets"].as_array().unwrap().len(),
+            "buckets": r["buckets"].as_array().unwrap().iter().map(|b| json!({
+                "bucket_id": b["bucket_id"],
+                "members": b["members"].as_array().unwrap().iter().map(|m| {
+                    let (k, p, s) = member_key(m);
+                    json!([k, p, s])
+                }).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
             "reason_counts": r["summary"]["reason_counts"],
         })
     };
     json!({
         "format": "commlens.plan-diff",
-        "version": 1,
+        "version": 2,
         "same_graph": before["signature"] == after["signature"],
         "before": side(before),
         "after": side(after),

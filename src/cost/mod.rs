@@ -157,6 +157,8 @@ pub struct GraphWork {
     pub waits: Vec<(NodeId, u32)>,
     /// Process-group names, by first appearance.
     pub groups: Vec<String>,
+    /// Each of `groups` by name: a graph may hold as many groups as collectives.
+    group_ids: crate::hashing::FastMap<String, u32>,
     /// The comm index of each node that is a communication op (`u32::MAX` otherwise).
     comm_at: Vec<u32>,
     /// `getitem` nodes of a coalesced collective's result: node → comm index.
@@ -439,13 +441,13 @@ impl GraphWork {
     }
 
     fn group_id(&mut self, name: &str) -> u32 {
-        match self.groups.iter().position(|g| g == name) {
-            Some(i) => i as u32,
-            None => {
-                self.groups.push(name.to_string());
-                (self.groups.len() - 1) as u32
-            }
+        if let Some(&id) = self.group_ids.get(name) {
+            return id;
         }
+        let id = self.groups.len() as u32;
+        self.groups.push(name.to_string());
+        self.group_ids.insert(name.to_string(), id);
+        id
     }
 
     fn add_comm(&mut self, id: NodeId, node: &Node, own: &ValInfo, vals: &[ValInfo], op: CommOp) {

@@ -142,23 +142,108 @@ impl PlanSide {
             .and_then(|b| self.members.get(b.start..b.end))
             .unwrap_or_default()
     }
+}
 
-    /// The other members of `member`'s bucket, sorted: the diff's `with`.
-    pub fn with(&self, member: usize) -> Vec<&CollectiveKey> {
-        let Some(bucket) = self.bucket_of(member) else {
-            return Vec::new();
-        };
-        let start = self.buckets.get(bucket).map_or(0, |b| b.start);
-        let mut others: Vec<&CollectiveKey> = self
-            .bucket_members(bucket)
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| start + i != member)
-            .map(|(_, key)| key)
-            .collect();
-        others.sort();
-        others
+/// A collective's company: the other members of its bucket (sorted), the first of them, and
+/// how many there are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Company<'a> {
+    /// At most the number asked for.
+    pub named: Vec<&'a CollectiveKey>,
+    pub count: usize,
+}
+
+/// A side's buckets with their members sorted, each sorted when first asked for: what every
+/// collective's company is read from. Listing each member's company whole was quadratic in a
+/// bucket's size (a bucket of 25k members: 80 s and 22 GB), so a company is its first few
+/// and a count, and a bucket is sorted once, not once per member.
+pub struct SortedBuckets<'a> {
+    side: &'a PlanSide,
+    sorted: Vec<std::cell::OnceCell<Vec<&'a CollectiveKey>>>,
+}
+
+impl<'a> SortedBuckets<'a> {
+    pub fn new(side: &'a PlanSide) -> SortedBuckets<'a> {
+        SortedBuckets {
+            side,
+            sorted: (0..side.buckets.len())
+                .map(|_| Default::default())
+                .collect(),
+        }
     }
+
+    /// The side whose buckets these are.
+    pub fn side(&self) -> &'a PlanSide {
+        self.side
+    }
+
+    /// The members of bucket `bucket`, sorted.
+    pub fn bucket(&self, bucket: usize) -> &[&'a CollectiveKey] {
+        let Some(cell) = self.sorted.get(bucket) else {
+            return &[];
+        };
+        cell.get_or_init(|| {
+            let mut keys: Vec<&CollectiveKey> = self.side.bucket_members(bucket).iter().collect();
+            keys.sort_unstable();
+            keys
+        })
+    }
+
+    /// The other members of `member`'s bucket, the first `limit` of them named.
+    pub fn company(&self, member: usize, limit: usize) -> Company<'a> {
+        let (Some(bucket), Some(key)) =
+            (self.side.bucket_of(member), self.side.members.get(member))
+        else {
+            return Company {
+                named: Vec::new(),
+                count: 0,
+            };
+        };
+        difference_head(self.bucket(bucket), &[key], limit)
+    }
+}
+
+/// `from` less `minus` (multisets, both sorted): the first `limit` keys left, and how many are
+/// left in all. Its time grows with `limit` and the keys the two share (found by binary
+/// search), not with the longer list: a collective's company is its bucket less itself.
+pub fn difference_head<'a>(
+    from: &[&'a CollectiveKey],
+    minus: &[&CollectiveKey],
+    limit: usize,
+) -> Company<'a> {
+    let mut named = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < from.len() && named.len() < limit {
+        let key = from[i];
+        j += minus[j..].partition_point(|m| *m < key);
+        if minus.get(j).is_some_and(|m| *m == key) {
+            j += 1;
+        } else {
+            named.push(key);
+        }
+        i += 1;
+    }
+    Company {
+        named,
+        count: from.len() - shared(from, minus),
+    }
+}
+
+/// How many keys two sorted multisets share: each distinct key of the shorter counted in the
+/// longer by binary search.
+fn shared(a: &[&CollectiveKey], b: &[&CollectiveKey]) -> usize {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let mut count = 0;
+    let mut i = 0;
+    while i < short.len() {
+        let key = short[i];
+        let run = short[i..].partition_point(|k| *k == key);
+        let start = long.partition_point(|k| *k < key);
+        let in_long = long[start..].partition_point(|k| *k == key);
+        count += run.min(in_long);
+        i += run;
+    }
+    count
 }
 
 /// How a collective's bucketing changed.
@@ -469,4 +554,83 @@ fn decision_changes(
         missing_from(&before_ids, count(&after_ids)),
         missing_from(&after_ids, count(&before_ids)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{difference_head, CollectiveKey, PlanSide, SortedBuckets};
+    use crate::planner::CollectiveKind;
+
+    fn key(param: u64, state_idx: u64) -> CollectiveKey {
+        CollectiveKey {
+            kind: CollectiveKind::AllGather,
+            param_name: format!("l{param}.weight").into(),
+            state_idx: state_idx as i128,
+        }
+    }
+
+    /// `from` less `minus` as multisets, the plain way.
+    fn difference(from: &[&CollectiveKey], minus: &[&CollectiveKey]) -> Vec<CollectiveKey> {
+        let mut left: Vec<&CollectiveKey> = minus.to_vec();
+        let mut out = Vec::new();
+        for k in from {
+            match left.iter().position(|m| m == k) {
+                Some(i) => {
+                    left.remove(i);
+                }
+                None => out.push((*k).clone()),
+            }
+        }
+        out
+    }
+
+    /// The first keys of a difference and its size, against the plain multiset difference,
+    /// on random sorted lists with repeated keys.
+    #[test]
+    fn difference_heads_are_the_plain_differences_first_keys() {
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        for _ in 0..500 {
+            let mut list = |n: u64| {
+                let mut keys: Vec<CollectiveKey> = (0..next() % n)
+                    .map(|_| key(next() % 6, next() % 3))
+                    .collect();
+                keys.sort();
+                keys
+            };
+            let (a, b) = (list(30), list(30));
+            let (a, b): (Vec<&CollectiveKey>, Vec<&CollectiveKey>) =
+                (a.iter().collect(), b.iter().collect());
+            for limit in [0, 1, 3, 8, 100] {
+                let expected = difference(&a, &b);
+                let got = difference_head(&a, &b, limit);
+                assert_eq!(got.count, expected.len());
+                let named: Vec<CollectiveKey> = got.named.into_iter().cloned().collect();
+                assert_eq!(named, expected[..limit.min(expected.len())]);
+            }
+        }
+    }
+
+    /// A collective's company is its bucket less itself, sorted: once when its key is
+    /// repeated in the bucket.
+    #[test]
+    fn a_company_is_the_bucket_less_the_collective() {
+        let mut side = PlanSide::new(String::new(), Vec::new(), Vec::new());
+        side.push_bucket(None, [key(3, 0), key(1, 0), key(2, 0), key(1, 0)]);
+        side.push_bucket(None, [key(9, 9)]);
+        let sorted = SortedBuckets::new(&side);
+        let company = sorted.company(1, 8);
+        assert_eq!(company.count, 3);
+        let named: Vec<&CollectiveKey> = company.named;
+        assert_eq!(named, [&key(1, 0), &key(2, 0), &key(3, 0)]);
+        assert_eq!(sorted.company(0, 1).named, [&key(1, 0)]);
+        assert_eq!(sorted.company(0, 1).count, 3);
+        assert_eq!(sorted.company(4, 8).count, 0);
+        assert_eq!(sorted.company(5, 8).count, 0);
+    }
 }

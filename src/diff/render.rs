@@ -1,15 +1,22 @@
 //! The stable JSON form of a plan diff (`"format": "commlens.plan-diff"`, keys in a fixed
 //! order, schema in the README) and the same diff in plain words.
 
-use super::{Change, CollectiveKey, DecisionRecord, PlanDiff, PlanSide};
+use super::{
+    difference_head, Change, CollectiveKey, Company, DecisionRecord, PlanDiff, PlanSide,
+    SortedBuckets,
+};
+use crate::hashing::FastMap;
 use crate::planner::{Action, Reason};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
 /// The `format` tag of `diff --json`.
 pub const DIFF_FORMAT: &str = "commlens.plan-diff";
-/// The schema version of `diff --json`.
-pub const DIFF_VERSION: i64 = 1;
+/// The schema version of `diff --json`. Version 1 listed with every collective the other
+/// members of its bucket (`with`), which grew with the square of a bucket's size; version 2
+/// lists each bucket's members once, in `before.buckets` and `after.buckets`, and a
+/// collective's place is its bucket's index there.
+pub const DIFF_VERSION: i64 = 2;
 
 fn key_value(key: &CollectiveKey) -> Value {
     json!([
@@ -58,9 +65,26 @@ fn reason_counts_value(counts: &[(Action, Vec<(Reason, usize)>)]) -> Value {
 }
 
 fn side_value(side: &PlanSide) -> Value {
+    let buckets = side
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(b, bucket)| {
+            let mut m = Map::new();
+            m.insert(
+                "bucket_id".into(),
+                json!(bucket.id.as_ref().map(|id| id.to_string())),
+            );
+            m.insert(
+                "members".into(),
+                Value::Array(side.bucket_members(b).iter().map(key_value).collect()),
+            );
+            Value::Object(m)
+        })
+        .collect();
     let mut m = Map::new();
     m.insert("signature".into(), json!(side.signature));
-    m.insert("buckets".into(), json!(side.buckets.len()));
+    m.insert("buckets".into(), Value::Array(buckets));
     m.insert(
         "reason_counts".into(),
         reason_counts_value(&side.reason_counts),
@@ -69,20 +93,17 @@ fn side_value(side: &PlanSide) -> Value {
 }
 
 fn placement_value(side: &PlanSide, member: Option<usize>) -> Value {
-    let Some(member) = member else {
+    let Some(bucket) = member.and_then(|m| side.bucket_of(m)) else {
         return Value::Null;
     };
     let id = side
-        .bucket_of(member)
-        .and_then(|b| side.buckets.get(b))
+        .buckets
+        .get(bucket)
         .and_then(|b| b.id.as_ref())
         .map(|id| id.to_string());
     let mut m = Map::new();
+    m.insert("bucket".into(), json!(bucket));
     m.insert("bucket_id".into(), json!(id));
-    m.insert(
-        "with".into(),
-        Value::Array(side.with(member).into_iter().map(key_value).collect()),
-    );
     Value::Object(m)
 }
 
@@ -185,6 +206,13 @@ impl PlanDiff {
             self.removed.len(),
             self.added.len()
         );
+        let sorted_before = SortedBuckets::new(&self.before);
+        let sorted_after = SortedBuckets::new(&self.after);
+        let mut deltas = Deltas {
+            before: &sorted_before,
+            after: &sorted_after,
+            by_buckets: FastMap::default(),
+        };
         let sections = [
             (
                 Change::Regrouped,
@@ -205,11 +233,11 @@ impl PlanDiff {
             let _ = writeln!(out, "\n{title}");
             for c in entries {
                 let Some(key) = self.key(c) else { continue };
-                let before = c.before.map(|m| placement_text(&self.before, m, key));
-                let after = c.after.map(|m| placement_text(&self.after, m, key));
+                let before = c.before.map(|m| placement_text(&sorted_before, m, key));
+                let after = c.after.map(|m| placement_text(&sorted_after, m, key));
                 let line = match (before, after) {
                     (Some(b), Some(a)) => {
-                        let delta = with_delta(&self.before, c.before, &self.after, c.after, key);
+                        let delta = deltas.of(c.before, c.after, key);
                         format!("{b} -> {a}{delta}")
                     }
                     (Some(b), None) => format!("was {b}"),
@@ -259,21 +287,24 @@ fn key_text(key: &CollectiveKey, context: Option<&CollectiveKey>) -> String {
 /// At most this many collectives are named in one list of the text form.
 const LISTED: usize = 8;
 
-fn key_list(keys: &[&CollectiveKey], context: &CollectiveKey) -> String {
-    let mut text = keys
+/// The keys of `company` (its first [`LISTED`]), and how many more it has.
+fn key_list(company: &Company, context: &CollectiveKey) -> String {
+    let mut text = company
+        .named
         .iter()
         .take(LISTED)
         .map(|k| key_text(k, Some(context)))
         .collect::<Vec<_>>()
         .join(", ");
-    if keys.len() > LISTED {
-        let _ = write!(text, " and {} more", keys.len() - LISTED);
+    if company.count > LISTED {
+        let _ = write!(text, " and {} more", company.count - LISTED);
     }
     text
 }
 
 /// `bucket_3 with l1.bias #1, l2.weight #2`, or `bucket_3 alone`.
-fn placement_text(side: &PlanSide, member: usize, key: &CollectiveKey) -> String {
+fn placement_text(sorted: &SortedBuckets, member: usize, key: &CollectiveKey) -> String {
+    let side = sorted.side();
     let id = side
         .bucket_of(member)
         .and_then(|b| side.buckets.get(b))
@@ -284,67 +315,52 @@ fn placement_text(side: &PlanSide, member: usize, key: &CollectiveKey) -> String
             printable(id.rsplit(':').next().unwrap_or(&id))
         })
         .unwrap_or_else(|| "a bucket".into());
-    let with = side.with(member);
-    if with.is_empty() {
+    let company = sorted.company(member, LISTED);
+    if company.count == 0 {
         format!("{id} alone")
     } else {
-        format!("{id} with {}", key_list(&with, key))
+        format!("{id} with {}", key_list(&company, key))
     }
 }
 
-/// `; joins l2.weight #2; leaves l1.bias #1`: how a regrouped collective's company changed.
-fn with_delta(
-    before: &PlanSide,
-    b: Option<usize>,
-    after: &PlanSide,
-    a: Option<usize>,
-    key: &CollectiveKey,
-) -> String {
-    let (Some(b), Some(a)) = (b, a) else {
-        return String::new();
-    };
-    let old = before.with(b);
-    let new = after.with(a);
-    let (joined, left) = multiset_differences(&old, &new);
-    let mut text = String::new();
-    if !joined.is_empty() {
-        let _ = write!(text, "; joins {}", key_list(&joined, key));
-    }
-    if !left.is_empty() {
-        let _ = write!(text, "; leaves {}", key_list(&left, key));
-    }
-    text
+/// `; joins l2.weight #2; leaves l1.bias #1`: how regrouped collectives' company changed,
+/// worked out once for each pair of buckets (before, after) that members moved between.
+struct Deltas<'s, 'a> {
+    before: &'s SortedBuckets<'a>,
+    after: &'s SortedBuckets<'a>,
+    /// What joined and what left, by bucket before and bucket after.
+    by_buckets: FastMap<(usize, usize), (Company<'a>, Company<'a>)>,
 }
 
-/// What `new` has that `old` lacks, and what `old` has that `new` lacks (both sorted lists).
-fn multiset_differences<'a>(
-    old: &[&'a CollectiveKey],
-    new: &[&'a CollectiveKey],
-) -> (Vec<&'a CollectiveKey>, Vec<&'a CollectiveKey>) {
-    let (mut i, mut j) = (0, 0);
-    let (mut joined, mut left) = (Vec::new(), Vec::new());
-    while i < old.len() || j < new.len() {
-        match (old.get(i), new.get(j)) {
-            (Some(x), Some(y)) if x == y => {
-                i += 1;
-                j += 1;
-            }
-            (Some(x), Some(y)) if x < y => {
-                left.push(*x);
-                i += 1;
-            }
-            (_, Some(y)) => {
-                joined.push(*y);
-                j += 1;
-            }
-            (Some(x), None) => {
-                left.push(*x);
-                i += 1;
-            }
-            (None, None) => break,
+impl Deltas<'_, '_> {
+    /// The change for the member `b` of a bucket before that is member `a` of one after.
+    /// Its company before is its bucket less itself, and likewise after, so what joined it
+    /// is the bucket after less the bucket before, and what left it the reverse.
+    fn of(&mut self, b: Option<usize>, a: Option<usize>, key: &CollectiveKey) -> String {
+        let buckets = (
+            b.and_then(|b| self.before.side().bucket_of(b)),
+            a.and_then(|a| self.after.side().bucket_of(a)),
+        );
+        let (Some(before), Some(after)) = buckets else {
+            return String::new();
+        };
+        let (sorted_before, sorted_after) = (self.before, self.after);
+        let (joined, left) = self.by_buckets.entry((before, after)).or_insert_with(|| {
+            let (old, new) = (sorted_before.bucket(before), sorted_after.bucket(after));
+            (
+                difference_head(new, old, LISTED),
+                difference_head(old, new, LISTED),
+            )
+        });
+        let mut text = String::new();
+        if joined.count > 0 {
+            let _ = write!(text, "; joins {}", key_list(joined, key));
         }
+        if left.count > 0 {
+            let _ = write!(text, "; leaves {}", key_list(left, key));
+        }
+        text
     }
-    (joined, left)
 }
 
 /// `split capacity: 2 -> 0` for every reason whose count changed, in sorted order.

@@ -2,6 +2,7 @@
 //! reference's order: the policy, then `build_module_bucket_plans` (when block types are
 //! given), then `normalize_module_bucket_plans`, then the group ranks.
 
+use crate::dotted::{DottedPaths, PathId};
 use crate::dump::ModuleEntry;
 use crate::value::{py_is_space, py_repr_str, PyValue};
 use indexmap::IndexMap;
@@ -217,9 +218,11 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
         ));
     };
     let mut groups = Vec::with_capacity(entries.len());
-    // Overlap checks by set lookups: each FQN and each of its dot-boundary ancestors.
-    let mut taken: HashSet<String> = HashSet::new();
-    let mut ancestors: HashSet<String> = HashSet::new();
+    // Overlap checks on the FQNs' paths (`dotted`: each dot-boundary prefix found from the
+    // one before, not hashed whole): the paths taken, and the paths above them.
+    let mut paths = DottedPaths::default();
+    let (mut taken, mut ancestor): (Vec<bool>, Vec<bool>) = Default::default();
+    let mut path: Vec<PathId> = Vec::new();
     for entry in entries {
         let single;
         let group: &[PyValue] = match entry {
@@ -252,17 +255,23 @@ pub fn normalize_module_bucket_plans(plans: &PyValue) -> Result<ModulePlans, Arg
                 )));
             }
             let name = fqn.as_str().unwrap_or_default();
-            let overlaps = taken.contains(name)
-                || ancestors.contains(name)
-                || dot_prefixes(name).any(|prefix| taken.contains(prefix));
+            path.clear();
+            let own = paths.insert_each(name, |id| path.push(id)) as usize;
+            taken.resize(paths.len(), false);
+            ancestor.resize(paths.len(), false);
+            let above = &path[..path.len() - 1];
+            // Taken before, above one taken before, or below one taken before.
+            let overlaps = taken[own] || ancestor[own] || above.iter().any(|&p| taken[p as usize]);
             if overlaps {
                 return Err(ArgError::value(format!(
                     "Overlapping module bucket scopes: {}",
                     py_repr_str(name)
                 )));
             }
-            taken.insert(name.to_string());
-            ancestors.extend(dot_prefixes(name).map(str::to_string));
+            taken[own] = true;
+            for &p in above {
+                ancestor[p as usize] = true;
+            }
             names.push(name.to_string());
         }
         groups.push(names);
@@ -284,11 +293,6 @@ pub fn match_module_bucket<'a>(param_name: &str, plans: &'a ModulePlans) -> Opti
             })
         })
         .map(Vec::as_slice)
-}
-
-/// The proper dot-boundary prefixes of a dotted name: `a.b.c` → `a`, `a.b`.
-pub fn dot_prefixes(name: &str) -> impl Iterator<Item = &str> {
-    name.match_indices('.').map(move |(at, _)| &name[..at])
 }
 
 /// Whether a module's recorded type is the named block type: equal to the name or ending with
@@ -340,7 +344,11 @@ pub fn build_module_bucket_plans(
         }
     }
     let mut blocks: Vec<&str> = Vec::new();
-    let mut block_set: HashSet<&str> = HashSet::new();
+    // Blocks by their paths (`dotted`): whether one stands above a module is asked of each
+    // of its dot-boundary prefixes, each found from the one before.
+    let mut paths = DottedPaths::default();
+    let mut is_block_path: Vec<bool> = Vec::new();
+    let mut path: Vec<PathId> = Vec::new();
     let mut seen = HashSet::new();
     for module in modules {
         // `dict(model.named_modules())`: the first entry of a repeated FQN keeps its place.
@@ -349,10 +357,15 @@ pub fn build_module_bucket_plans(
         }
         let is_block =
             !module.fqn.is_empty() && types.iter().any(|t| type_matches(&module.type_name, t));
-        let nested = dot_prefixes(&module.fqn).any(|parent| block_set.contains(parent));
+        path.clear();
+        let own = paths.insert_each(&module.fqn, |id| path.push(id)) as usize;
+        is_block_path.resize(paths.len(), false);
+        let nested = path[..path.len() - 1]
+            .iter()
+            .any(|&p| is_block_path[p as usize]);
         if is_block && !nested {
             blocks.push(&module.fqn);
-            block_set.insert(&module.fqn);
+            is_block_path[own] = true;
         }
     }
     let mut combined: Vec<PyValue> = blocks.iter().map(|b| PyValue::Str(b.to_string())).collect();

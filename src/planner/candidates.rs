@@ -7,6 +7,7 @@
 use super::args::{self, ValidatedArgs};
 use super::{Action, Candidate, CollectiveKind, CompatibilityKey, Decision, Reason, WireRecord};
 use super::{FastMap, FastSet};
+use crate::dotted::{DottedPaths, PathId};
 use crate::dump::{lookup, Node, Op};
 use crate::graph::{is_free_tensor_storage, is_op, CommTag, Graph, NodeFacts, NodeId};
 use crate::value::PyValue;
@@ -154,10 +155,6 @@ pub(crate) struct NameIds {
 }
 
 impl NameIds {
-    fn find(&self, name: &str) -> Option<u32> {
-        self.ids.get(name).copied()
-    }
-
     fn id(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.ids.get(name) {
             return id;
@@ -184,51 +181,42 @@ impl NameIds {
 /// dotted prefix of every name.
 #[derive(Default)]
 pub(crate) struct ModulePaths {
-    paths: NameIds,
-    /// The paths by id, once the graph is read.
-    names: Vec<Arc<str>>,
-    /// Each path's parent path.
-    parent: Vec<Option<u32>>,
+    paths: DottedPaths,
+    /// The text of each path that is a parameter's parent, by id (the others are never
+    /// asked for: spelled out, a deep name's every prefix grew with the square of its
+    /// length).
+    texts: Vec<Option<Box<str>>>,
+    /// The parent found last: a parameter's siblings come one after another.
+    last: Option<PathId>,
 }
 
 impl ModulePaths {
     /// The id of the module directly above `name` (its longest proper dotted prefix), when
-    /// `name` has a dot; its ancestors are numbered too. Most parameters have a sibling seen
-    /// before, so the walk up stops at the first path already numbered.
-    fn parent_of(&mut self, name: &str) -> Option<u32> {
-        let (mut path, _) = name.rsplit_once('.')?;
-        // The paths not numbered yet, nearest first.
-        let mut missing = Vec::new();
-        let mut above = loop {
-            if let Some(id) = self.paths.find(path) {
-                break Some(id);
+    /// `name` has a dot; its ancestors are numbered too.
+    fn parent_of(&mut self, name: &str) -> Option<PathId> {
+        let (parent, _) = name.rsplit_once('.')?;
+        if let Some(last) = self.last {
+            if self.name(last) == Some(parent) {
+                return Some(last);
             }
-            missing.push(path);
-            match path.rsplit_once('.') {
-                Some((up, _)) => path = up,
-                None => break None,
-            }
-        };
-        // Outermost first, each under the one above it.
-        for path in missing.into_iter().rev() {
-            let id = self.paths.id(path);
-            self.parent.push(above);
-            above = Some(id);
         }
-        above
+        let id = self.paths.insert_each(parent, |_| {});
+        if self.texts.len() < self.paths.len() {
+            self.texts.resize(self.paths.len(), None);
+        }
+        self.texts[id as usize].get_or_insert_with(|| parent.into());
+        self.last = Some(id);
+        Some(id)
     }
 
-    /// The paths once every parameter is numbered, with their names.
-    fn finish(self) -> ModulePaths {
-        ModulePaths {
-            names: self.paths.names(),
-            ..self
-        }
+    /// The text of `path`, when it is a parameter's parent ([`ModulePaths::parent_of`]).
+    fn name(&self, path: PathId) -> Option<&str> {
+        self.texts.get(path as usize)?.as_deref()
     }
 
     /// `path` and its ancestors, nearest first.
-    fn up_from(&self, path: Option<u32>) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors(path, |&id| self.parent[id as usize])
+    fn up_from(&self, path: Option<PathId>) -> impl Iterator<Item = PathId> + '_ {
+        self.paths.up_from(path)
     }
 }
 
@@ -406,7 +394,7 @@ impl Preparer {
                 preparations: self.preparations,
                 param_names: self.params.names(),
                 param_parent: self.param_parent,
-                modules: self.modules.finish(),
+                modules: self.modules,
                 group_names: self.groups.names(),
             },
             freed_wait: self.freed_wait,
@@ -852,7 +840,7 @@ struct PlanScopes<'a> {
 
 impl<'a> PlanScopes<'a> {
     fn new(modules: &'a ModulePaths, plans: Option<&args::ModulePlans>) -> PlanScopes<'a> {
-        let mut path_scope = vec![None; modules.parent.len()];
+        let mut path_scope = vec![None; modules.paths.len()];
         for (index, group) in plans.into_iter().flatten().enumerate() {
             for fqn in group {
                 if let Some(id) = modules.paths.find(fqn) {
@@ -883,12 +871,12 @@ impl<'a> PlanScopes<'a> {
                 .find_map(|path| self.path_scope[path as usize]);
         }
         match parent {
-            Some(path) if !self.modules.names[path as usize].is_empty() => {
+            Some(path) if self.modules.name(path).is_some_and(|m| !m.is_empty()) => {
                 if let Some(slot) = self.path_scope[path as usize] {
                     return Some(slot);
                 }
-                let module = self.modules.names[path as usize].clone();
-                let slot = self.open(Cow::Borrowed(&module));
+                let modules = self.modules;
+                let slot = self.open(Cow::Borrowed(modules.name(path).unwrap_or_default()));
                 self.path_scope[path as usize] = Some(slot);
                 Some(slot)
             }
@@ -1031,7 +1019,6 @@ mod tests {
     fn plan_scopes_follow_the_reference_rules() {
         let mut modules = ModulePaths::default();
         let parents: Vec<Option<u32>> = PARAMETERS.iter().map(|p| modules.parent_of(p)).collect();
-        let modules = modules.finish();
         let plans =
             args::normalize_module_bucket_plans(&PyValue::from_plain_json(&serde_json::json!([
                 "layers.0",

@@ -203,6 +203,9 @@ fn scale_dump(cx: &Env) -> PathBuf {
     scale_dir(cx).join("synth-1m.json.gz")
 }
 
+/// The scale step's memory cap (`ulimit -v`, KiB): 4 GiB.
+const CAP_KIB: u64 = 4 << 20;
+
 /// Issue 13 found a valid 1M-node dump aborting under a 4 GB memory cap; issue 14 asks that
 /// reading stay near the floor. A synthetic 1M-node dump (`examples/synth_dump.rs`, made once
 /// and kept in the target directory) goes through `plan`, `roles --json` and `render` of the
@@ -210,7 +213,6 @@ fn scale_dump(cx: &Env) -> PathBuf {
 /// its time is printed.
 fn step_scale(cx: &Env) -> Res<()> {
     const NODES: &str = "1000000";
-    const CAP_KIB: u64 = 4 << 20;
     util::run(util::cargo().args(["build", "--release", "-p", "commlens-cli"]))?;
     let dir = scale_dir(cx);
     std::fs::create_dir_all(&dir).map_err(Fail::err)?;
@@ -255,7 +257,94 @@ fn step_scale(cx: &Env) -> Res<()> {
         );
         std::fs::remove_file(&out).map_err(Fail::err)?;
     }
-    Ok(())
+    scale_hostile(cx, &cli)
+}
+
+/// Nodes in each hostile dump, and the time each command may take on one: linear work takes
+/// 0.2-4 s here, and the shapes that found work growing with the square took 15-80 s (or
+/// all the memory) before it was made linear.
+const HOSTILE_NODES: &str = "500000";
+const HOSTILE_SECONDS: u32 = 15;
+
+/// Valid dumps shaped to find work that grows faster than the graph
+/// (`commlens::synth::Hostile`: each holds one structure a real graph has a few of, at the
+/// size of the whole graph), written by `synth_dump N DIR hostile` at 500k nodes: every
+/// command that reads a dump must finish each in bounded time (`timeout`) under the same
+/// 4 GiB cap. A diff compares a dump with itself, planned with the shape's arguments after
+/// (`NAME.args.json`) where it has them.
+fn scale_hostile(cx: &Env, cli: &Path) -> Res<()> {
+    let dir = scale_dir(cx).join("hostile");
+    if dir.exists() {
+        util::remove_dir(&dir)?;
+    }
+    util::run(
+        util::cargo()
+            .args(["run", "--release", "--example", "synth_dump", "--"])
+            .arg(HOSTILE_NODES)
+            .arg(&dir)
+            .arg("hostile"),
+    )?;
+    let mut dumps: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(Fail::err)?
+        .map(|entry| entry.map(|e| e.path()).map_err(Fail::err))
+        .filter(|path| {
+            path.as_ref()
+                .map_or(true, |p| !p.to_string_lossy().ends_with(".args.json"))
+        })
+        .collect::<Res<_>>()?;
+    dumps.sort();
+    for dump in &dumps {
+        let shape = dump.file_stem().unwrap_or_default().to_string_lossy();
+        let after = dump.with_extension("args.json");
+        let mut diff: Vec<&std::ffi::OsStr> = vec![dump.as_os_str()];
+        if after.exists() {
+            diff.extend(["--args-after".as_ref(), after.as_os_str()]);
+        }
+        let commands: [(&str, Vec<&std::ffi::OsStr>); 7] = [
+            ("plan", vec![]),
+            ("plan", vec!["--tags".as_ref(), "roles".as_ref()]),
+            ("roles", vec!["--json".as_ref()]),
+            ("render", vec![]),
+            ("cost", vec!["--json".as_ref()]),
+            ("diff", vec![dump.as_os_str(), "--json".as_ref()]),
+            ("diff", diff.clone()),
+        ];
+        for (command, args) in commands {
+            let script = format!(
+                "ulimit -v {CAP_KIB} && exec timeout {HOSTILE_SECONDS} \"$0\" \"$@\" > /dev/null"
+            );
+            let shown = std::iter::once(command.to_string())
+                .chain(args.iter().map(|a| {
+                    let a = std::path::Path::new(a);
+                    a.file_name()
+                        .unwrap_or(a.as_os_str())
+                        .to_string_lossy()
+                        .into_owned()
+                }))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let started = Instant::now();
+            util::run(
+                util::cmd("sh")
+                    .args(["-c", &script])
+                    .arg(cli)
+                    .arg(command)
+                    .arg(dump)
+                    .args(&args),
+            )
+            .map_err(|e| {
+                Fail::msg(format!(
+                    "{shown} of the hostile dump {shape} ({HOSTILE_NODES} nodes) within \
+                     {HOSTILE_SECONDS} s under a 4 GiB cap (exit 124: out of time): {e:?}"
+                ))
+            })?;
+            println!(
+                "scale: {shown} of the hostile dump {shape}: {}",
+                util::fmt_duration(started.elapsed())
+            );
+        }
+    }
+    util::remove_dir(&dir)
 }
 
 /// The core builds for wasm32 (built together with the wasm crate and the app: see

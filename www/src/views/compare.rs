@@ -12,7 +12,9 @@ use crate::browser;
 use crate::components::chart::{Chart, Pick};
 use crate::model::{self, Loaded, Planned, Settings, Shared};
 use crate::url_state::SourceRef;
-use commlens::diff::{is_plan_document, read_side, Change, CollectiveKey, PlanDiff, PlanSide};
+use commlens::diff::{
+    is_plan_document, read_side, Change, CollectiveKey, PlanDiff, PlanSide, SortedBuckets,
+};
 use commlens::planner::Action;
 use commlens::timeline::{Marked, Viewport};
 use std::borrow::Cow;
@@ -46,9 +48,15 @@ pub struct Place {
     pub timeline_bucket: Option<usize>,
     /// The graph positions the bucket covers (graph sides only).
     pub range: Option<(f64, f64)>,
-    /// The bucket's other members, as `kind param[state_idx]`, sorted.
+    /// The bucket's other members, as `kind param[state_idx]`, sorted: the first
+    /// [`NAMED_IN_TITLE`] of them.
     pub with: Vec<String>,
+    /// How many other members the bucket has.
+    pub others: usize,
 }
+
+/// How many of a bucket's other members a place's tooltip names.
+const NAMED_IN_TITLE: usize = 20;
 
 /// One changed collective of the table.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,9 +94,10 @@ fn key_text(key: &CollectiveKey) -> String {
     )
 }
 
-fn place(input: &SideInput, member: Option<usize>) -> Option<Place> {
+fn place(input: &SideInput, sorted: &SortedBuckets, member: Option<usize>) -> Option<Place> {
     let m = member?;
     let bucket = input.side.bucket_of(m)?;
+    let company = sorted.company(m, NAMED_IN_TITLE);
     let label = input.side.buckets.get(bucket)?.id.as_ref().map(|l| {
         let text = l.to_string();
         commlens::timeline::input::short_bucket_id(&text).to_string()
@@ -103,7 +112,8 @@ fn place(input: &SideInput, member: Option<usize>) -> Option<Place> {
         range: timeline
             .and_then(|t| t.buckets.get(bucket))
             .map(model::bucket_range),
-        with: input.side.with(m).into_iter().map(key_text).collect(),
+        with: company.named.into_iter().map(key_text).collect(),
+        others: company.count,
     })
 }
 
@@ -114,6 +124,10 @@ impl Comparison {
         let diff = PlanDiff::new(before.side.clone(), after.side.clone());
         let diff_ms = now() - t0;
         let mut seen: HashMap<String, usize> = HashMap::new();
+        let (sorted_before, sorted_after) = (
+            SortedBuckets::new(&before.side),
+            SortedBuckets::new(&after.side),
+        );
         let rows = diff
             .collectives
             .iter()
@@ -128,8 +142,8 @@ impl Comparison {
                     id,
                     key,
                     change: c.change,
-                    before: place(&before, c.before),
-                    after: place(&after, c.after),
+                    before: place(&before, &sorted_before, c.before),
+                    after: place(&after, &sorted_after, c.after),
                 })
             })
             .collect();
@@ -503,12 +517,21 @@ fn short_place(p: &Option<Place>) -> Html {
     match p {
         None => html! { <span class="muted">{"not bucketed"}</span> },
         Some(p) => html! {
-            <span title={p.with.join("\n")}>
+            <span title={place_title(p)}>
                 <code>{ p.bucket.clone() }</code>
-                { format!(" with {} other{}", p.with.len(), if p.with.len() == 1 { "" } else { "s" }) }
+                { format!(" with {} other{}", p.others, if p.others == 1 { "" } else { "s" }) }
             </span>
         },
     }
+}
+
+/// A place's tooltip: the other members it names, a line each, and how many more there are.
+fn place_title(p: &Place) -> String {
+    let mut title = p.with.join("\n");
+    if p.others > p.with.len() {
+        title.push_str(&format!("\nand {} more", p.others - p.with.len()));
+    }
+    title
 }
 
 fn change_label(c: Change) -> &'static str {
