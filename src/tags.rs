@@ -402,8 +402,9 @@ struct NameFinder<'g> {
     graph: &'g Graph,
     /// Output position → descriptor text, from the output node's `meta["desc"]`.
     output_descs: Vec<Option<String>>,
-    /// The output node and its returned values, by position.
-    output_items: Vec<Option<NodeId>>,
+    /// The output's position of each node it returns (the first, when returned twice): a
+    /// graph may return as many gradients as it has reduce-scatters, each looked up here.
+    output_position: crate::hashing::FastMap<NodeId, usize>,
     /// Placeholder position (among placeholders) of each placeholder node.
     placeholder_index: HashMap<NodeId, usize>,
 }
@@ -411,13 +412,17 @@ struct NameFinder<'g> {
 impl<'g> NameFinder<'g> {
     fn new(graph: &'g Graph) -> NameFinder<'g> {
         let mut output_descs = Vec::new();
-        let mut output_items = Vec::new();
+        let mut output_position = crate::hashing::FastMap::default();
         if let Some(out) = graph.nodes().iter().rev().find(|n| n.op == Op::Output) {
             if let Some(PyValue::List(descs)) = out.meta("desc") {
                 output_descs = descs.iter().map(descriptor_text).collect();
             }
             if let Some(PyValue::List(items)) = out.args.first() {
-                output_items = items.iter().map(crate::dump::node_index).collect();
+                for (position, item) in items.iter().enumerate() {
+                    if let Some(id) = crate::dump::node_index(item) {
+                        output_position.entry(id).or_insert(position);
+                    }
+                }
             }
         }
         let placeholder_index = graph
@@ -431,7 +436,7 @@ impl<'g> NameFinder<'g> {
         NameFinder {
             graph,
             output_descs,
-            output_items,
+            output_position,
             placeholder_index,
         }
     }
@@ -495,7 +500,7 @@ impl<'g> NameFinder<'g> {
                 let Some(&current) = frontier.last() else {
                     break;
                 };
-                if let Some(position) = self.output_items.iter().position(|&i| i == Some(current)) {
+                if let Some(&position) = self.output_position.get(&current) {
                     return self.output_descs.get(position).cloned().flatten();
                 }
                 match graph.users(current) {
