@@ -8,7 +8,8 @@
 //!
 //! With `hostile`, OUT is a directory, and every shape of `commlens::synth::Hostile` is
 //! written there as `NAME.json` (valid dumps that find work growing faster than the graph),
-//! with `NAME.args.json` beside the shapes that have planner arguments for a diff's after side.
+//! with `NAME.args.json` beside the shapes that have planner arguments for a diff's after side
+//! and `NAME.after.json` beside those that are a graph and its graph after a pass.
 //!
 //! `cargo run --release --example synth_dump -- 1000000 /tmp/synth-1m.json.gz [lean|traced]`
 
@@ -30,6 +31,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if let Some(args) = hostile.args_after() {
                 let path = path.with_extension("args.json");
                 std::fs::write(&path, args)?;
+                eprintln!("{}", path.display());
+            }
+            if let Some(after) = hostile.after(nodes) {
+                let path = path.with_extension("after.json");
+                std::fs::write(&path, after)?;
                 eprintln!("{}", path.display());
             }
         }

@@ -117,6 +117,7 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
     // The before collectives each after collective comes from.
     let mut claims: HashMap<NodeId, Vec<(NodeId, String, usize)>> = HashMap::new();
     let mut new = Vec::new();
+    let by_parameter = super::transform::ByParameter::default();
     for a in &after_c.collectives {
         let mut sources: Vec<NodeId> = Vec::new();
         let mut matched_by = String::new();
@@ -129,7 +130,7 @@ pub fn audit(before: &Graph, after: &Graph) -> Audit {
             sources.push(b.node);
             matched_by = "name".into();
         } else if let Some(prov) = &a.provenance {
-            sources = resolve_members(prov, a, before, &before_c.collectives, true)
+            sources = resolve_members(prov, a, before, &before_c.collectives, true, &by_parameter)
                 .iter()
                 .map(|m| m.node)
                 .collect();
@@ -421,7 +422,7 @@ fn context_cause(
             let culprit = a
                 .waits
                 .iter()
-                .find_map(|&w| super::structure::Structure::new(after).first_multi_input_user(w));
+                .find_map(|&w| super::structure::Structure::first_multi_input_user(after, w));
             match culprit {
                 Some(id) => format!(
                     "a node reached from its wait now has several inputs: {}",

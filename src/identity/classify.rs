@@ -270,11 +270,12 @@ fn decide_the_rest(
     // transform at hand, a new reduce-scatter over an `add` tree of removed reduce-scatters'
     // inputs is that rewrite.
     if let Some((before, before_c)) = members {
+        let removed = transform::RemovedReduceScatters::new(graph, before, before_c);
         for (index, entry) in collectives.iter_mut().enumerate() {
             if entry.provenance.is_some() || entry.transport != Transport::ReduceScatter {
                 continue;
             }
-            if let Some(prov) = transform::dedup_rewrite(graph, entry, before, before_c) {
+            if let Some(prov) = transform::dedup_rewrite(graph, entry, before, &removed) {
                 entry.provenance = Some(Box::new(prov));
                 // Re-decided by the dedup rule below, whatever was decided on the spot.
                 let decl = Declared::default();
@@ -310,8 +311,10 @@ fn decide_the_rest(
                 (graph, &base_snapshot, false)
             }
         };
+        let by_parameter = transform::ByParameter::default();
         for (i, decl) in &transformed {
-            apply_transform(graph, &mut collectives[*i], decl, context, &mut diags);
+            let entry = &mut collectives[*i];
+            apply_transform(graph, entry, decl, context, &by_parameter, &mut diags);
         }
         for (i, mut decl) in transformed {
             let entry = &mut collectives[i];
@@ -1074,11 +1077,12 @@ fn decide(
 }
 
 /// Transform rules for a node that records where it came from, and for opaque fused ops.
-fn apply_transform(
+fn apply_transform<'c>(
     graph: &Graph,
     entry: &mut CollectiveIdentity,
     decl: &Declared,
-    context: (&Graph, &[CollectiveIdentity], bool),
+    context: (&'c Graph, &[CollectiveIdentity], bool),
+    by_parameter: &transform::ByParameter<'c>,
     diags: &mut Vec<(NodeId, Diagnostic)>,
 ) {
     let (ctx_graph, ctx, external) = context;
@@ -1091,7 +1095,9 @@ fn apply_transform(
             .as_ref()
             .map(|(r, p, e)| (r, Source::Inferred, p, e)));
     let resolved: Vec<&CollectiveIdentity> = match &entry.provenance {
-        Some(prov) => transform::resolve_members(prov, entry, ctx_graph, ctx, external),
+        Some(prov) => {
+            transform::resolve_members(prov, entry, ctx_graph, ctx, external, by_parameter)
+        }
         None => Vec::new(),
     };
 

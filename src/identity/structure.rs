@@ -217,10 +217,11 @@ impl<'g> Structure<'g> {
         self.unary_closed[root] == YES
     }
 
-    /// The first user of `root`'s forward closure that has several inputs (why
-    /// [`Structure::unary_closed`] fails), for explanations.
-    pub(super) fn first_multi_input_user(&self, root: NodeId) -> Option<NodeId> {
-        let graph = self.graph;
+    /// The first user of `root`'s forward closure in `graph` that has several inputs (why
+    /// [`Structure::unary_closed`] fails), for explanations. It needs nothing a `Structure`
+    /// holds: an audit asks it for every reduce-scatter whose verdict changed, and building
+    /// a `Structure` (three arrays the graph's size) each time grew with the square.
+    pub(super) fn first_multi_input_user(graph: &Graph, root: NodeId) -> Option<NodeId> {
         let mut stack = vec![root];
         let mut seen = std::collections::HashSet::new();
         while let Some(id) = stack.pop() {

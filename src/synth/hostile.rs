@@ -20,16 +20,21 @@ pub enum Hostile {
     /// `modules` as a chain of nested modules thousands of levels deep (each listed with its
     /// whole path, as `named_modules` does), the deepest a block that owns parameters.
     DeepModules,
+    /// A graph and its graph after a pass ([`Hostile::after`]) whose all-gathers record
+    /// bucket members by parameter and whose reduce-scatters were rebuilt under other names:
+    /// for `audit` and `diff` of the two.
+    Rebucketed,
 }
 
 impl Hostile {
     /// Every shape.
-    pub const ALL: [Hostile; 5] = [
+    pub const ALL: [Hostile; 6] = [
         Hostile::LayoutChain,
         Hostile::GroupPerCollective,
         Hostile::OneBlock,
         Hostile::DeepParamName,
         Hostile::DeepModules,
+        Hostile::Rebucketed,
     ];
 
     /// The shape's name, as `synth_dump N OUT hostile:NAME` takes it.
@@ -40,6 +45,15 @@ impl Hostile {
             Hostile::OneBlock => "one-block",
             Hostile::DeepParamName => "deep-param-name",
             Hostile::DeepModules => "deep-modules",
+            Hostile::Rebucketed => "rebucketed",
+        }
+    }
+
+    /// The graph after a pass, for the shapes that are a pair (`audit BEFORE AFTER`).
+    pub fn after(self, nodes: usize) -> Option<String> {
+        match self {
+            Hostile::Rebucketed => Some(rebucketed(nodes, true)),
+            _ => None,
         }
     }
 
@@ -90,6 +104,8 @@ impl Hostile {
                     group: &|i| format!("g{i}"),
                     param: &|i| format!("layers.{i}.w.weight"),
                     ranks: 4,
+                    members: false,
+                    renamed: false,
                 }
                 .write(&mut dump);
             }
@@ -109,6 +125,8 @@ impl Hostile {
                     group: &|_| "fsdp".into(),
                     param: &|i| format!("layers.0.sub{i}.w"),
                     ranks: 4,
+                    members: false,
+                    renamed: false,
                 }
                 .write(&mut dump);
             }
@@ -127,6 +145,8 @@ impl Hostile {
                         _ => format!("layers.{i}.w.weight"),
                     },
                     ranks: 4,
+                    members: false,
+                    renamed: false,
                 }
                 .write(&mut dump);
             }
@@ -158,12 +178,31 @@ impl Hostile {
                     group: &|_| "fsdp".into(),
                     param: &|i| format!("{path}.w{i}"),
                     ranks: 4,
+                    members: false,
+                    renamed: false,
                 }
                 .write(&mut dump);
             }
+            Hostile::Rebucketed => return rebucketed(nodes, false),
         }
         dump.finish()
     }
+}
+
+/// [`Hostile::Rebucketed`]'s graph, before the pass or `after` it.
+fn rebucketed(nodes: usize, after: bool) -> String {
+    let mut dump = Dump::with_header(&format!("{FSDP_RANKS}, {BLOCK_TYPES}"));
+    Units {
+        count: nodes / Units::NODES,
+        tagged: true,
+        group: &|_| "fsdp".into(),
+        param: &|i| format!("layers.0.w{i}"),
+        ranks: 4,
+        members: after,
+        renamed: after,
+    }
+    .write(&mut dump);
+    dump.finish()
 }
 
 const FSDP_RANKS: &str = "\"group_ranks\": {\"fsdp\": [0, 1, 2, 3]}";
@@ -180,6 +219,12 @@ struct Units<'a> {
     param: &'a dyn Fn(usize) -> String,
     /// The group size the collectives' arguments say.
     ranks: usize,
+    /// Each all-gather records the FSDP pass's bucket members (`fsdp_bucket_members`): its
+    /// own parameter and the next one's, as an after graph of bucketing does.
+    members: bool,
+    /// The reduce-scatters and their waits named differently (`rsx`, `rwx`), as a pass that
+    /// rebuilt them names them.
+    renamed: bool,
 }
 
 impl Units<'_> {
@@ -204,7 +249,14 @@ impl Units<'_> {
                     "{{\"comm_type\": \"fsdp_all_gather\", \"comm_group\": \"{group}\", \
                      \"param_name\": \"{param}\", \"state_idx\": {i}, \"fsdp_degree\": 4, \
                      \"fsdp_bucket_spec\": {{\"input_shape\": [64, 256], \"output_shape\": [256, 256], \
-                     \"dtype\": \"torch.float32\", \"device\": \"cuda:0\"}}}}"
+                     \"dtype\": \"torch.float32\", \"device\": \"cuda:0\"}}{}}}",
+                    match self.members {
+                        true => format!(
+                            ", \"fsdp_bucket_members\": [\"{param}\", \"{}\"]",
+                            (self.param)((i + 1) % self.count)
+                        ),
+                        false => String::new(),
+                    }
                 ),
                 false => "{}".into(),
             };
@@ -225,6 +277,10 @@ impl Units<'_> {
         let mut outputs = vec![format!("{{\"node\": \"{current}\"}}")];
         let mut gradient = "tangents_1".to_string();
         const BACKWARD: &str = "{\"autograd_backward\": true}";
+        let (rs, rw) = match self.renamed {
+            true => ("rsx", "rwx"),
+            false => ("rs", "rw"),
+        };
         for i in (0..self.count).rev() {
             let (group, param) = ((self.group)(i), (self.param)(i));
             let args = format!("{{\"node\": \"{gradient}\"}}, {{\"node\": \"mm{i}\"}}");
@@ -249,15 +305,15 @@ impl Units<'_> {
                 self.ranks
             );
             dump.node(
-                &format!("rs{i}"),
+                &format!("{rs}{i}"),
                 "call_function",
                 REDUCE_SCATTER,
                 &args,
                 &meta,
             );
-            let wait = format!("{{\"node\": \"rs{i}\"}}");
-            dump.node(&format!("rw{i}"), "call_function", WAIT, &wait, BACKWARD);
-            outputs.push(format!("{{\"node\": \"rw{i}\"}}"));
+            let wait = format!("{{\"node\": \"{rs}{i}\"}}");
+            dump.node(&format!("{rw}{i}"), "call_function", WAIT, &wait, BACKWARD);
+            outputs.push(format!("{{\"node\": \"{rw}{i}\"}}"));
             gradient = format!("g{i}");
         }
         dump.node(
@@ -340,6 +396,9 @@ mod tests {
             if let Some(args) = shape.args_after() {
                 crate::parse_args_json(args.as_bytes()).expect("planner arguments");
             }
+            if let Some(after) = shape.after(2_000) {
+                crate::read_dump(after.as_bytes()).expect("the graph after");
+            }
         }
     }
 
@@ -355,6 +414,8 @@ mod tests {
             group: &|i| format!("g{i}"),
             param: &|i| format!("layers.{i}.w.weight"),
             ranks: 1 << 20,
+            members: false,
+            renamed: false,
         }
         .write(&mut dump);
         let graph = crate::graph::Graph::new(crate::read_dump(dump.finish().as_bytes()).unwrap());

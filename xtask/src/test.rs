@@ -261,7 +261,7 @@ fn step_scale(cx: &Env) -> Res<()> {
 }
 
 /// Nodes in each hostile dump, and the time each command may take on one: linear work takes
-/// 0.2-4 s here, and the shapes that found work growing with the square took 15-80 s (or
+/// 0.05-4.4 s here, and the shapes that found work growing with the square took 15-80 s (or
 /// all the memory) before it was made linear.
 const HOSTILE_NODES: &str = "500000";
 const HOSTILE_SECONDS: u32 = 15;
@@ -270,8 +270,9 @@ const HOSTILE_SECONDS: u32 = 15;
 /// (`commlens::synth::Hostile`: each holds one structure a real graph has a few of, at the
 /// size of the whole graph), written by `synth_dump N DIR hostile` at 500k nodes: every
 /// command that reads a dump must finish each in bounded time (`timeout`) under the same
-/// 4 GiB cap. A diff compares a dump with itself, planned with the shape's arguments after
-/// (`NAME.args.json`) where it has them.
+/// 4 GiB cap. A diff and an audit compare the dump with its graph after a pass
+/// (`NAME.after.json`) where the shape has one, else with itself, planned with the shape's
+/// arguments after (`NAME.args.json`) where it has them.
 fn scale_hostile(cx: &Env, cli: &Path) -> Res<()> {
     let dir = scale_dir(cx).join("hostile");
     if dir.exists() {
@@ -288,26 +289,36 @@ fn scale_hostile(cx: &Env, cli: &Path) -> Res<()> {
         .map_err(Fail::err)?
         .map(|entry| entry.map(|e| e.path()).map_err(Fail::err))
         .filter(|path| {
-            path.as_ref()
-                .map_or(true, |p| !p.to_string_lossy().ends_with(".args.json"))
+            path.as_ref().map_or(true, |p| {
+                let name = p.to_string_lossy();
+                !name.ends_with(".args.json") && !name.ends_with(".after.json")
+            })
         })
         .collect::<Res<_>>()?;
     dumps.sort();
     for dump in &dumps {
         let shape = dump.file_stem().unwrap_or_default().to_string_lossy();
-        let after = dump.with_extension("args.json");
-        let mut diff: Vec<&std::ffi::OsStr> = vec![dump.as_os_str()];
-        if after.exists() {
-            diff.extend(["--args-after".as_ref(), after.as_os_str()]);
+        // A diff or an audit compares the dump with its graph after a pass where the shape
+        // is a pair, else with itself (planned with the shape's arguments after, if any).
+        let args_after = dump.with_extension("args.json");
+        let graph_after = dump.with_extension("after.json");
+        let other = match graph_after.exists() {
+            true => graph_after.as_os_str(),
+            false => dump.as_os_str(),
+        };
+        let mut diff: Vec<&std::ffi::OsStr> = vec![other];
+        if args_after.exists() {
+            diff.extend(["--args-after".as_ref(), args_after.as_os_str()]);
         }
-        let commands: [(&str, Vec<&std::ffi::OsStr>); 7] = [
+        let commands: [(&str, Vec<&std::ffi::OsStr>); 8] = [
             ("plan", vec![]),
             ("plan", vec!["--tags".as_ref(), "roles".as_ref()]),
             ("roles", vec!["--json".as_ref()]),
             ("render", vec![]),
             ("cost", vec!["--json".as_ref()]),
-            ("diff", vec![dump.as_os_str(), "--json".as_ref()]),
+            ("diff", vec![other, "--json".as_ref()]),
             ("diff", diff.clone()),
+            ("audit", vec![other, "--json".as_ref()]),
         ];
         for (command, args) in commands {
             let script = format!(
