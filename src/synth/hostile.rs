@@ -99,13 +99,9 @@ impl Hostile {
                     .collect();
                 dump = Dump::with_header(&format!("\"group_ranks\": {{{}}}", ranks.join(", ")));
                 Units {
-                    count: units,
                     tagged: false,
                     group: &|i| format!("g{i}"),
-                    param: &|i| format!("layers.{i}.w.weight"),
-                    ranks: 4,
-                    members: false,
-                    renamed: false,
+                    ..Units::fsdp(units, &|i| format!("layers.{i}.w.weight"))
                 }
                 .write(&mut dump);
             }
@@ -119,16 +115,8 @@ impl Hostile {
                     ]
                     .join(", ")
                 ));
-                Units {
-                    count: nodes / Units::NODES,
-                    tagged: true,
-                    group: &|_| "fsdp".into(),
-                    param: &|i| format!("layers.0.sub{i}.w"),
-                    ranks: 4,
-                    members: false,
-                    renamed: false,
-                }
-                .write(&mut dump);
+                Units::fsdp(nodes / Units::NODES, &|i| format!("layers.0.sub{i}.w"))
+                    .write(&mut dump);
             }
             Hostile::DeepParamName => {
                 let deep: String = (0..nodes)
@@ -136,19 +124,11 @@ impl Hostile {
                     .collect::<String>()
                     + "w";
                 dump = Dump::with_header(&format!("{FSDP_RANKS}, {BLOCK_TYPES}"));
-                Units {
-                    count: 50,
-                    tagged: true,
-                    group: &|_| "fsdp".into(),
-                    param: &|i| match i {
-                        0 => deep.clone(),
-                        _ => format!("layers.{i}.w.weight"),
-                    },
-                    ranks: 4,
-                    members: false,
-                    renamed: false,
-                }
-                .write(&mut dump);
+                let param = |i| match i {
+                    0 => deep.clone(),
+                    _ => format!("layers.{i}.w.weight"),
+                };
+                Units::fsdp(50, &param).write(&mut dump);
             }
             Hostile::DeepModules => {
                 // A path of `levels` levels is about 3 bytes a level, and each module lists
@@ -172,16 +152,7 @@ impl Hostile {
                     "{FSDP_RANKS}, {BLOCK_TYPES}, \"modules\": [{}]",
                     modules.join(", ")
                 ));
-                Units {
-                    count: 16,
-                    tagged: true,
-                    group: &|_| "fsdp".into(),
-                    param: &|i| format!("{path}.w{i}"),
-                    ranks: 4,
-                    members: false,
-                    renamed: false,
-                }
-                .write(&mut dump);
+                Units::fsdp(16, &|i| format!("{path}.w{i}")).write(&mut dump);
             }
             Hostile::Rebucketed => return rebucketed(nodes, false),
         }
@@ -193,13 +164,9 @@ impl Hostile {
 fn rebucketed(nodes: usize, after: bool) -> String {
     let mut dump = Dump::with_header(&format!("{FSDP_RANKS}, {BLOCK_TYPES}"));
     Units {
-        count: nodes / Units::NODES,
-        tagged: true,
-        group: &|_| "fsdp".into(),
-        param: &|i| format!("layers.0.w{i}"),
-        ranks: 4,
         members: after,
         renamed: after,
+        ..Units::fsdp(nodes / Units::NODES, &|i| format!("layers.0.w{i}"))
     }
     .write(&mut dump);
     dump.finish()
@@ -227,9 +194,26 @@ struct Units<'a> {
     renamed: bool,
 }
 
-impl Units<'_> {
+impl<'a> Units<'a> {
     /// Nodes a unit adds.
     const NODES: usize = 7;
+
+    /// `count` units with the FSDP pass's tags on group `fsdp` of 4 ranks, parameter `i`
+    /// named `param(i)`.
+    fn fsdp(count: usize, param: &'a dyn Fn(usize) -> String) -> Units<'a> {
+        fn fsdp_group(_: usize) -> String {
+            "fsdp".into()
+        }
+        Units {
+            count,
+            tagged: true,
+            group: &fsdp_group,
+            param,
+            ranks: 4,
+            members: false,
+            renamed: false,
+        }
+    }
 
     fn write(&self, dump: &mut Dump) {
         for i in 0..self.count {
@@ -409,13 +393,10 @@ mod tests {
     fn ranks_assumed_for_unrecorded_groups_stay_within_their_budget() {
         let mut dump = super::Dump::with_header("\"planner\": {}");
         super::Units {
-            count: 10,
             tagged: false,
             group: &|i| format!("g{i}"),
-            param: &|i| format!("layers.{i}.w.weight"),
             ranks: 1 << 20,
-            members: false,
-            renamed: false,
+            ..super::Units::fsdp(10, &|i| format!("layers.{i}.w.weight"))
         }
         .write(&mut dump);
         let graph = crate::graph::Graph::new(crate::read_dump(dump.finish().as_bytes()).unwrap());

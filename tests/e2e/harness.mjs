@@ -352,6 +352,22 @@ export function synthDump(nodes) {
 }
 
 /**
+ * The hostile dump `name` of about `nodes` nodes (`commlens::synth::Hostile`, written by
+ * `synth_dump N DIR hostile` with the others of its size, once): a path under WORK.
+ */
+export function hostileDump(name, nodes) {
+  const dir = join(WORK, `hostile_${nodes}`);
+  const file = join(dir, `${name}.json`);
+  if (!existsSync(file)) {
+    execFileSync('cargo', ['run', '-q', '--release', '-p', 'commlens', '--example', 'synth_dump', '--', String(nodes), dir, 'hostile'], {
+      cwd: REPO,
+      stdio: 'inherit',
+    });
+  }
+  return file;
+}
+
+/**
  * Drops a large file on the page: the bytes go over in chunks, then a real drop event is
  * dispatched inside the page (timed from there). Returns the page's wall time to the paint.
  */

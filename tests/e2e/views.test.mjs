@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
-import { openApp, REPO, SHARED, CASES, WORK, cli, readDump, synthDump, BUDGET_MS } from './harness.mjs';
+import { openApp, REPO, SHARED, CASES, WORK, cli, readDump, synthDump, hostileDump, BUDGET_MS } from './harness.mjs';
 
 const VALIDATE = join(SHARED, 'conformance', 'validate');
 const IDENTITY = join(REPO, 'tests', 'fixtures', 'identity', 'cases');
@@ -333,6 +333,30 @@ test('100k nodes: the compare view paints within the single-plan budget plus hal
   }
   await settings.screenshot('views-compare-100k');
   for (const app of [single, settings, dumps]) app.assertNoErrors();
+});
+
+test('compare: a bucket of a thousand collectives names twenty of the others in a row and counts the rest', async (t) => {
+  // Every parameter in one block: one bucket after, cut into pairs before (each all-gather
+  // moves 256 KiB). The view used to list every other member with every row.
+  const file = hostileDump('one-block', 7000).slice(REPO.length + 1);
+  const server = await serveDir(REPO);
+  t.after(() => server.close());
+  const app = await openApp(t, { path: '?view=compare', viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('header');
+  await app.page.goto(new URL(`?src=${encodeURIComponent(`${server.url}${file}`)}&bcap=600000`, app.page.url()).href);
+  await app.waitForRendered('#changes tr.change', 120_000);
+  const row = app.page.locator('#changes tr.change.regrouped').first();
+  const [before, after] = [row.locator('td').nth(4).locator('span'), row.locator('td').nth(5).locator('span')];
+  assert.match(await before.innerText(), / with 1 other$/);
+  const others = Number((await after.innerText()).match(/ with (\d+) others$/)[1]);
+  assert.ok(others > 900, `${others} others after`);
+  const title = (await after.getAttribute('title')).split('\n');
+  assert.equal(title.length, 21);
+  assert.equal(title[20], `and ${others - 20} more`);
+  assert.deepEqual(title.slice(0, 20), [...title.slice(0, 20)].sort(), 'the first of the others, sorted');
+  assert.ok(title.slice(0, 20).every((t) => /^fsdp_all_gather layers\.0\.sub\d+\.w\[\d+\]$/.test(t)), title[0]);
+  await app.screenshot('views-compare-one-block');
+  app.assertNoErrors();
 });
 
 test('compare: the single-plan app links to the comparison with the dump\'s own settings; settings re-plan a side', async (t) => {
