@@ -1658,10 +1658,10 @@ pub fn build_scene_with(input: &TimelineInput, options: &SceneOptions) -> Timeli
                             colour,
                             label,
                             title: format!(
-                                "{} bucket(s) launch at graph positions {:.0}–{:.0}, {} in all (the column's height)\nlargest: {} ({})\nclick to zoom in",
+                                "{} bucket(s) launch at graph positions {}–{}, {} in all (the column's height)\nlargest: {} ({})\nclick to zoom in",
                                 bin.count,
-                                from,
-                                to,
+                                super::svg::Fixed(from, 0),
+                                super::svg::Fixed(to, 0),
                                 human_bytes(bin.total),
                                 largest.short_id(),
                                 human_bytes(bin.max)

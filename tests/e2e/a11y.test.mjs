@@ -61,6 +61,34 @@ test('bars, splits and skips are focusable and Enter opens their detail', { skip
   app.assertNoErrors();
 });
 
+test('table rows are focusable; Enter, Space or a click selects one, which alone is marked and keeps the focus', async (t) => {
+  const app = await openApp(t, { path: '?example=mlp', viewport: wide });
+  await app.waitForRendered('#collectives tbody tr');
+  const rows = app.page.locator('#collectives tbody tr');
+  const marked = () => app.page.evaluate(() => [...document.querySelectorAll('#collectives tbody tr')]
+    .filter((r) => r.classList.contains('selected') || r.getAttribute('aria-selected') !== 'false')
+    .map((r) => [r.dataset.node, r.className, r.getAttribute('aria-selected')]));
+  assert.deepEqual(await marked(), [], 'nothing is selected at first');
+  const detailNames = (name) => app.page.waitForFunction((n) => (document.querySelector('#detail')?.innerText || '').includes(n), name);
+  for (const [k, key] of [[1, 'Enter'], [2, ' ']]) {
+    const row = rows.nth(k);
+    assert.equal(await row.getAttribute('tabindex'), '0');
+    const node = await row.getAttribute('data-node');
+    const name = (await row.locator('td.name').innerText()).trim();
+    await row.focus();
+    await app.page.keyboard.press(key);
+    await detailNames(name);
+    assert.deepEqual(await marked(), [[node, 'selected', 'true']], `${JSON.stringify(key)} selects row ${k} alone`);
+    assert.ok(await row.evaluate((r) => document.activeElement === r), 'the row keeps the focus');
+  }
+  const third = rows.nth(3);
+  const name = (await third.locator('td.name').innerText()).trim();
+  await third.locator('td.num').first().click();
+  await detailNames(name);
+  assert.deepEqual(await marked(), [[await third.getAttribute('data-node'), 'selected', 'true']], 'a click on a cell selects its row');
+  app.assertNoErrors();
+});
+
 test('buttons, fields and the chart have accessible names', async (t) => {
   const app = await openApp(t, { path: '?example=llama', viewport: wide });
   await app.waitForRendered('#chart svg [data-bucket]');

@@ -551,14 +551,13 @@ pub fn base_overview(collectives: &Collectives) -> Overview {
             *diagnostics.entry(*c).or_default() += 1;
         }
     }
+    // A set, not a search of the rows per node: a dump can have a diagnostic per collective.
+    let row_names: std::collections::HashSet<&str> =
+        collectives.rows.iter().map(|r| &*r.name).collect();
     let other_diagnostics = collectives
         .diagnostics
         .iter()
-        .filter(|d| {
-            !d.nodes
-                .iter()
-                .any(|n| collectives.rows.iter().any(|r| &*r.name == n))
-        })
+        .filter(|d| !d.nodes.iter().any(|n| row_names.contains(n.as_str())))
         .count();
     Overview {
         roles: sorted_counts(roles),
@@ -1016,6 +1015,27 @@ mod tests {
         };
         let planned = plan(&loaded, &settings, || 0.0);
         (loaded, planned)
+    }
+
+    /// Diagnostics that name no collective of the table are counted apart, by name: one that
+    /// names a collective (with any other node) is not.
+    #[test]
+    fn diagnostics_about_other_nodes_are_counted_apart() {
+        let (loaded, _) = example();
+        let mut collectives = (*loaded.collectives).clone();
+        let before = base_overview(&collectives).other_diagnostics;
+        let named = |nodes: &[&str]| commlens::timeline::collectives::DiagnosticRow {
+            code: Code::MalformedPayload,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            message: String::new(),
+        };
+        let last = collectives.rows.last().map(|r| r.name.to_string()).unwrap();
+        collectives.diagnostics.push(named(&["not_a_collective"]));
+        collectives
+            .diagnostics
+            .push(named(&["not_a_collective", &last]));
+        collectives.diagnostics.push(named(&[]));
+        assert_eq!(base_overview(&collectives).other_diagnostics, before + 2);
     }
 
     /// Every overview count is the number of rows its filter keeps (a collective can carry a

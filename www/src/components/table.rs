@@ -2,11 +2,18 @@
 //! bytes, bucket and decisions; sort, search, pages. It re-renders only when its rows, the
 //! filter, the search or the selection change (its props compare shared data by identity),
 //! and it filters and sorts only when the rows, filter, search or order change.
+//!
+//! The page's rows are written as HTML text into the body (a [`NodeRef`]), with one click and
+//! one key listener on the body for all of them: built by yew, a page of 100 rows was about
+//! 40 ms of a 100k-node load's 500 ms in the browser (docs/performance.md). A change of the
+//! selection alone marks the rows in place, so the focused row keeps its focus.
 
 use crate::model::{self, Col, PlanColumns, Shared, Sort};
 use crate::url_state::Filter;
 use commlens::timeline::{CollectiveRow, Collectives, TimelineInput};
-use web_sys::HtmlInputElement;
+use gloo_events::EventListener;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlInputElement};
 use yew::prelude::*;
 
 /// Rows per page.
@@ -117,24 +124,40 @@ pub fn table(props: &TableProps) -> Html {
         Callback::from(move |_: MouseEvent| set_page(to))
     };
     let coll = &props.collectives;
-    let timeline = &props.timeline;
-    let body: Html = rows
-        .iter()
-        .skip(current * PAGE)
-        .take(PAGE)
-        .map(|&i| {
-            let r = &coll.rows[i as usize];
-            let cols = props.columns.get(i as usize).cloned().unwrap_or_default();
-            row(
-                r,
-                &cols,
-                timeline,
-                props.selected == Some(r.node),
-                &props.on_select,
-            )
-        })
-        .collect();
-    let empty = total == 0;
+    let mut body = String::new();
+    if total == 0 {
+        body.push_str("<tr class=\"no-match\"><td colspan=\"9\">");
+        super::push_html_escaped(&mut body, &no_match(&props.search, props.filter.as_ref()));
+        body.push_str("</td></tr>");
+    }
+    for &i in rows.iter().skip(current * PAGE).take(PAGE) {
+        let cols = props.columns.get(i as usize);
+        push_row(&mut body, &coll.rows[i as usize], cols, &props.timeline);
+    }
+    let tbody = use_node_ref();
+    // The body's text, as last written: a render that changes only the selection keeps it.
+    let written = use_mut_ref(String::new);
+    {
+        let tbody = tbody.clone();
+        use_effect_with((body, props.selected), move |(body, selected)| {
+            if let Some(el) = tbody.cast::<Element>() {
+                if *written.borrow() != *body {
+                    el.set_inner_html(body);
+                    *written.borrow_mut() = body.clone();
+                }
+                mark_selected(&el, *selected);
+            }
+        });
+    }
+    {
+        let tbody = tbody.clone();
+        use_effect_with(props.on_select.clone(), move |on_select| {
+            let listeners = tbody
+                .cast::<Element>()
+                .map(|el| listen_rows(&el, on_select));
+            move || drop(listeners)
+        });
+    }
     html! {
         <section class="table" aria-label="Collectives" data-renders={renders.borrow().to_string()}>
             <div class="table-tools">
@@ -151,12 +174,7 @@ pub fn table(props: &TableProps) -> Html {
                     { th(Col::Pos, "#") }{ th(Col::Name, "node") }{ th(Col::Role, "role") }{ th(Col::Kind, "kind · phase") }
                     { th(Col::Group, "group") }{ th(Col::Param, "parameter") }{ th(Col::Bytes, "bytes") }{ th(Col::Bucket, "bucket") }{ th(Col::Decision, "decisions") }
                 </tr></thead>
-                <tbody>
-                    if empty {
-                        <tr class="no-match"><td colspan="9">{ no_match(&props.search, props.filter.as_ref()) }</td></tr>
-                    }
-                    { body }
-                </tbody>
+                <tbody ref={tbody}></tbody>
             </table>
         </section>
     }
@@ -175,49 +193,115 @@ fn no_match(search: &str, filter: Option<&Filter>) -> String {
     }
 }
 
-fn row(
+/// One row of the body: its node's position in `data-node`, for the body's listeners.
+fn push_row(
+    out: &mut String,
     r: &CollectiveRow,
-    cols: &PlanColumns,
+    cols: Option<&PlanColumns>,
     timeline: &TimelineInput,
-    selected: bool,
-    on_select: &Callback<u32>,
-) -> Html {
-    let node = r.node;
-    let onclick = {
-        let cb = on_select.clone();
-        Callback::from(move |_: MouseEvent| cb.emit(node))
+) {
+    use std::fmt::Write;
+    let esc = super::push_html_escaped;
+    let _ = write!(
+        out,
+        "<tr data-node=\"{0}\" tabindex=\"0\" aria-selected=\"false\"><td class=\"num\">{0}</td><td class=\"name\"><code>",
+        r.node
+    );
+    esc(out, &r.name);
+    out.push_str("</code></td><td>");
+    super::push_role_badge(out, r.role.as_deref(), r.source);
+    let _ = write!(
+        out,
+        "</td><td>{} · {}</td><td>",
+        r.lane.transport_label(),
+        r.lane.phase().as_str()
+    );
+    esc(out, model::group_label(r.group.as_deref()));
+    out.push_str("</td><td class=\"param\"><code>");
+    esc(out, r.param.as_deref().unwrap_or(""));
+    out.push_str("</code></td><td class=\"num\">");
+    if let Some(bytes) = r.bytes {
+        out.push_str(&commlens::timeline::scene::human_bytes(bytes));
+    }
+    out.push_str("</td><td>");
+    let bucket = cols
+        .and_then(|c| c.bucket)
+        .and_then(|b| timeline.buckets.get(b as usize));
+    if let Some(b) = bucket {
+        esc(out, b.short_id());
+    }
+    out.push_str("</td><td class=\"decision\">");
+    for (k, (action, why)) in cols.map_or(&[][..], |c| &c.decisions).iter().enumerate() {
+        if k > 0 {
+            out.push_str("; ");
+        }
+        let _ = write!(out, "{}: {}", action.as_str(), why.as_str());
+    }
+    out.push_str("</td></tr>");
+}
+
+/// Marks the row of node `selected` (and no other) as selected.
+fn mark_selected(tbody: &Element, selected: Option<u32>) {
+    let set = |row: &Element, on: bool| {
+        let _ = row.set_attribute("aria-selected", if on { "true" } else { "false" });
+        // A row's only class.
+        let _ = if on {
+            row.set_attribute("class", "selected")
+        } else {
+            row.remove_attribute("class")
+        };
     };
-    let onkeydown = {
+    if let Ok(rows) = tbody.query_selector_all("tr.selected") {
+        for k in 0..rows.length() {
+            if let Some(row) = rows.item(k).and_then(|n| n.dyn_into::<Element>().ok()) {
+                set(&row, false);
+            }
+        }
+    }
+    if let Some(node) = selected {
+        if let Ok(Some(row)) = tbody.query_selector(&format!("tr[data-node=\"{node}\"]")) {
+            set(&row, true);
+        }
+    }
+}
+
+/// A click on a row, or Enter or Space on a focused one, selects its node.
+fn listen_rows(tbody: &Element, on_select: &Callback<u32>) -> [EventListener; 2] {
+    fn row_node(target: Option<web_sys::EventTarget>) -> Option<u32> {
+        let row = target?
+            .dyn_into::<Element>()
+            .ok()?
+            .closest("tr[data-node]")
+            .ok()??;
+        row.get_attribute("data-node")?.parse().ok()
+    }
+    let click = {
         let cb = on_select.clone();
-        Callback::from(move |e: KeyboardEvent| {
-            if e.key() == "Enter" || e.key() == " " {
-                e.prevent_default();
+        EventListener::new(tbody, "click", move |e| {
+            if let Some(node) = row_node(e.target()) {
                 cb.emit(node);
             }
         })
     };
-    let bucket = cols
-        .bucket
-        .and_then(|b| timeline.buckets.get(b as usize))
-        .map(|b| b.short_id().to_string())
-        .unwrap_or_default();
-    let decisions = cols
-        .decisions
-        .iter()
-        .map(|(a, why)| format!("{}: {}", a.as_str(), why.as_str()))
-        .collect::<Vec<_>>()
-        .join("; ");
-    html! {
-        <tr key={node} tabindex="0" aria-selected={selected.to_string()} class={classes!(selected.then_some("selected"))} {onclick} {onkeydown}>
-            <td class="num">{ node }</td>
-            <td class="name"><code>{ r.name.to_string() }</code></td>
-            <td>{ super::role_badge(r.role.as_deref(), r.source) }</td>
-            <td>{ format!("{} · {}", r.lane.transport_label(), r.lane.phase().as_str()) }</td>
-            <td>{ model::group_label(r.group.as_deref()).to_string() }</td>
-            <td class="param"><code>{ r.param.as_deref().unwrap_or("").to_string() }</code></td>
-            <td class="num">{ r.bytes.map(commlens::timeline::scene::human_bytes).unwrap_or_default() }</td>
-            <td>{ bucket }</td>
-            <td class="decision">{ decisions }</td>
-        </tr>
-    }
+    let keydown = {
+        let cb = on_select.clone();
+        EventListener::new_with_options(
+            tbody,
+            "keydown",
+            gloo_events::EventListenerOptions::enable_prevent_default(),
+            move |e| {
+                let Some(key) = e.dyn_ref::<KeyboardEvent>().map(KeyboardEvent::key) else {
+                    return;
+                };
+                if key != "Enter" && key != " " {
+                    return;
+                }
+                if let Some(node) = row_node(e.target()) {
+                    e.prevent_default();
+                    cb.emit(node);
+                }
+            },
+        )
+    };
+    [click, keydown]
 }
