@@ -16,7 +16,7 @@ use std::fmt;
 
 mod by_hand;
 mod streamed;
-pub(crate) use streamed::Source;
+pub(crate) use streamed::{signature_records, Source};
 
 /// The format tag every dump carries.
 pub const FORMAT: &str = "commlens.graph";
@@ -1572,7 +1572,6 @@ impl RawNode<'_> {
     /// writes it once the node is checked, when that needs no check: the node has a name and
     /// a `repr`, whose strings the record takes as they are. False, writing nothing,
     /// otherwise. (A node that then fails its checks ends the read, record and all.)
-    #[cfg(not(target_arch = "wasm32"))]
     fn write_record(&self, out: &mut String) -> bool {
         let (Slot::Got(name), Slot::Got(Some(repr))) = (&self.name, &self.repr) else {
             return false;

@@ -412,6 +412,16 @@ pub fn detect<'a>(bytes: impl Into<Cow<'a, [u8]>>) -> Result<(Format, Cow<'a, [u
     Ok((format, bytes))
 }
 
+/// Whether `bytes` hold a graph dump rather than a trace log, as [`detect`] tells them
+/// apart, without decompressing more than gzip's first kilobyte: gzip whose text does not
+/// start with a JSON object (which `detect` decompresses to look at) counts as not a dump.
+pub fn holds_a_dump(bytes: &[u8]) -> bool {
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        return gzip_holds_an_object(bytes);
+    }
+    !tracelog::looks_like_trace_log(bytes)
+}
+
 /// Whether gzip data decompresses to text that starts (after whitespace) with `{`: a JSON
 /// object, never a trace log, told from the first kilobyte.
 fn gzip_holds_an_object(bytes: &[u8]) -> bool {

@@ -42,6 +42,8 @@ pub struct SignatureHasher {
     hasher: Option<sha2::Sha256>,
     buffer: String,
     count: usize,
+    /// Made inside [`without_records`]: writes nothing.
+    skipped: bool,
 }
 
 /// The bytes are flushed to the hash in pieces of about this size (they stay in cache)...
@@ -63,6 +65,38 @@ pub trait RecordSink {
 thread_local! {
     /// Where [`digest_elsewhere`] sends the records' bytes on this thread.
     static ELSEWHERE: RefCell<Option<Box<dyn RecordSink>>> = const { RefCell::new(None) };
+    /// Inside [`without_records`] on this thread.
+    static WITHOUT_RECORDS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `read` with no graph signature made at all: the readers on this thread write no
+/// records, leave [`crate::Dump::signature`] as `None`, and a planner they prepare has an
+/// empty signature until [`crate::planner::Planner::set_signature`] gives it one. For a host
+/// that makes the signature of the same bytes elsewhere, at the same time
+/// ([`records_of_dump`] on another thread or instance: the browser's worker). Everything else
+/// the readers do (every check, every error, every node's `repr`) is unchanged.
+pub fn without_records<T>(read: impl FnOnce() -> T) -> T {
+    /// Restores the flag however `read` ends.
+    struct Scope(bool);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            WITHOUT_RECORDS.with(|w| w.set(self.0));
+        }
+    }
+    let _scope = Scope(WITHOUT_RECORDS.with(|w| w.replace(true)));
+    read()
+}
+
+/// The graph signature's bytes for the dump `bytes` (plain JSON or gzip), as a read of the
+/// same bytes hashes them: its SHA-256 (hex) is the signature of the graph read from them.
+/// Made without checking or keeping the nodes, in about half a read's time, for a host that
+/// digests them beside the read ([`without_records`]). `None` when they cannot be made that
+/// way: the bytes are not a dump this reader reads node by node (a trace log, a document the
+/// whole-text reader reads), are over the input-size limit, or a node has no `repr`. Bytes
+/// that do not hold a valid dump may give records; their read fails, and nobody asks for
+/// their signature.
+pub fn records_of_dump(bytes: &[u8]) -> Option<String> {
+    crate::dump::signature_records(bytes)
 }
 
 /// Runs `read` with the graph signature's bytes handed to `records`, a piece at a time, instead
@@ -86,13 +120,22 @@ pub fn digest_elsewhere<T>(records: Box<dyn RecordSink>, read: impl FnOnce() -> 
     read()
 }
 
-/// Whether this thread's readers are inside [`digest_elsewhere`].
+/// Whether this thread's readers leave the signature to the host: inside
+/// [`digest_elsewhere`] or [`without_records`].
 pub fn digesting_elsewhere() -> bool {
-    ELSEWHERE.with(|e| e.borrow().is_some())
+    ELSEWHERE.with(|e| e.borrow().is_some()) || WITHOUT_RECORDS.with(|w| w.get())
 }
 
 impl Default for SignatureHasher {
     fn default() -> Self {
+        if WITHOUT_RECORDS.with(|w| w.get()) {
+            return SignatureHasher {
+                hasher: None,
+                buffer: String::new(),
+                count: 0,
+                skipped: true,
+            };
+        }
         let mut hasher = SignatureHasher::here();
         ELSEWHERE.with(|e| {
             if let Some(records) = e.borrow_mut().as_mut() {
@@ -115,6 +158,7 @@ impl SignatureHasher {
             hasher: Some(sha2::Sha256::new()),
             buffer,
             count: 0,
+            skipped: false,
         }
     }
 
@@ -133,6 +177,9 @@ impl SignatureHasher {
 
     /// Adds the next node's record: `(name, str(target), str(args), str(kwargs), metadata)`.
     pub fn add(&mut self, node: &Node) {
+        if self.skipped {
+            return;
+        }
         let (target, args, kwargs) = python_strings(node);
         self.add_writing(|out| {
             write_record(out, &node.name, [&target, &args, &kwargs], &node.meta);
@@ -144,7 +191,7 @@ impl SignatureHasher {
     /// (the streamed reader writes them on the thread that parsed the nodes).
     #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn add_written(&mut self, records: &str, count: usize) {
-        if count == 0 {
+        if count == 0 || self.skipped {
             return;
         }
         if self.count > 0 {
@@ -170,6 +217,10 @@ impl SignatureHasher {
     /// Adds the next node's record as `write` writes it ([`write_record`]'s text), unless it
     /// writes nothing and returns false; whether it was added.
     pub(crate) fn add_writing(&mut self, write: impl FnOnce(&mut String) -> bool) -> bool {
+        if self.skipped {
+            // Nothing to write: the record counts as added.
+            return true;
+        }
         let before = self.buffer.len();
         if self.count > 0 {
             self.buffer.push_str(", ");
@@ -195,9 +246,12 @@ impl SignatureHasher {
     }
 
     /// The hex digest of all records added; `None` when they were handed out
-    /// ([`digest_elsewhere`]).
+    /// ([`digest_elsewhere`]) or not written ([`without_records`]).
     pub fn finish(mut self) -> Option<String> {
         use sha2::Digest;
+        if self.skipped {
+            return None;
+        }
         self.buffer.push(']');
         self.flush();
         self.hasher.map(|hasher| pyjson::hex(&hasher.finalize()))

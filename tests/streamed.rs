@@ -177,3 +177,134 @@ fn files_read_as_their_bytes() {
     }
     assert!(paths.len() > 70);
 }
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    commlens::pyjson::hex(&sha2::Sha256::digest(bytes))
+}
+
+/// `signature::records_of_dump` (the browser's worker makes the signature with it while the
+/// page reads `without_records`): its records' SHA-256 is the signature a read of the same
+/// bytes makes, for every conformance dump plain and gzipped and the synthetic shapes (lean,
+/// with `val`, with stack traces); what it cannot make the same way it declines.
+#[test]
+fn records_made_beside_the_read_are_the_signature() {
+    let agrees = |name: &str, bytes: &[u8]| {
+        let read = read_dump(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let records = commlens::signature::records_of_dump(bytes)
+            .unwrap_or_else(|| panic!("{name}: declined"));
+        assert_eq!(
+            Some(sha256_hex(records.as_bytes())),
+            read.signature,
+            "{name}"
+        );
+    };
+    let cases = common::case_dirs(&common::shared_dir().join("conformance/cases"));
+    assert!(cases.len() >= 50, "conformance cases missing");
+    for case in cases {
+        let name = case.display().to_string();
+        let plain = common::read(&case.join("dump.json"));
+        agrees(&name, &plain);
+        if !plain.starts_with(&[0x1f, 0x8b]) {
+            agrees(&format!("{name}, gzipped"), &gzip(&plain));
+        }
+    }
+    let synthetic = commlens::synth::synthetic_dump(commlens::synth::SynthSpec::with_nodes(3_000));
+    for (name, text) in [
+        ("lean", commlens::synth::lean_dump(&synthetic).unwrap()),
+        (
+            "stack traces",
+            commlens::synth::lean_dump_with_stack_traces(&synthetic).unwrap(),
+        ),
+        ("with val", synthetic),
+    ] {
+        agrees(name, text.as_bytes());
+        agrees(name, &gzip(text.as_bytes()));
+    }
+    // Declined: a trace log; a document the whole-text reader reads (two `nodes` arrays); a
+    // node without `repr` (its record needs the node checked); no `nodes`; over the limit.
+    let spec = commlens::synth::SynthSpec::with_nodes(300);
+    let log = commlens::synth::synthetic_trace_log(spec, true);
+    let node =
+        r#"{"name": "x", "op": "placeholder", "target": "x", "args": [], "kwargs": {}, "meta": {}"#;
+    let with_repr =
+        format!(r#"{node}, "repr": {{"target": "x", "args": "()", "kwargs": "{{}}"}}}}"#);
+    let dump = |nodes: &str, extra: &str| {
+        format!(r#"{{"format": "commlens.graph", "version": 1, "nodes": [{nodes}]{extra}}}"#)
+    };
+    agrees("one node", dump(&with_repr, "").as_bytes());
+    // What the browser asks its worker for: dumps, plain or gzipped, not trace logs.
+    for (name, text, is_dump) in [
+        ("dump", dump(&with_repr, ""), true),
+        ("trace log", log.clone(), false),
+    ] {
+        assert_eq!(
+            commlens::input::holds_a_dump(text.as_bytes()),
+            is_dump,
+            "{name}"
+        );
+        assert_eq!(
+            commlens::input::holds_a_dump(&gzip(text.as_bytes())),
+            is_dump,
+            "{name}, gzipped"
+        );
+    }
+    for (name, text) in [
+        ("trace log", log),
+        ("two nodes keys", dump(&with_repr, r#", "nodes": []"#)),
+        ("no repr", dump(&format!("{node}}}"), "")),
+        (
+            "no nodes",
+            r#"{"format": "commlens.graph", "version": 1}"#.to_string(),
+        ),
+    ] {
+        assert_eq!(
+            commlens::signature::records_of_dump(text.as_bytes()),
+            None,
+            "{name}"
+        );
+    }
+    let limits = commlens::input::limits();
+    commlens::input::set_limits(commlens::input::Limits {
+        max_input_bytes: 100,
+    });
+    let over = commlens::signature::records_of_dump(dump(&with_repr, "").as_bytes());
+    commlens::input::set_limits(limits);
+    assert_eq!(over, None, "over the input-size limit");
+}
+
+/// Read `without_records`, a dump plans the same once its signature is set, and its reader
+/// neither hashes nor hands out records; a read after the scope hashes again.
+#[test]
+fn a_read_without_records_waits_for_its_signature() {
+    use commlens::graph::Graph;
+    use commlens::planner::Planner;
+    let text = commlens::synth::synthetic_dump(commlens::synth::SynthSpec::with_nodes(2_000));
+    let read = read_dump(text.as_bytes()).unwrap();
+    let args =
+        commlens::PlannerArgs::resolve(None, read.planner.as_ref(), read.group_ranks.as_ref());
+    let here: Planner<Graph> = commlens::input::read_prepared(text.as_bytes(), None).unwrap();
+    let mut later: Planner<Graph> = commlens::signature::without_records(|| {
+        assert!(commlens::signature::digesting_elsewhere());
+        commlens::input::read_prepared(text.as_bytes(), None).unwrap()
+    });
+    assert!(
+        !commlens::signature::digesting_elsewhere(),
+        "the scope is closed"
+    );
+    assert_eq!(later.signature(), "", "pending until set");
+    assert_eq!(later.graph().dump.signature, None);
+    assert_eq!(
+        format!("{:?}", later.graph().nodes()),
+        format!("{:?}", here.graph().nodes()),
+        "the same nodes, reprs and all"
+    );
+    let records = commlens::signature::records_of_dump(text.as_bytes()).unwrap();
+    later.set_signature(sha256_hex(records.as_bytes()));
+    assert_eq!(later.signature(), here.signature());
+    let report =
+        |p: &Planner<Graph>| commlens::plan_json_with(&p.plan(&args).unwrap(), p.graph(), None);
+    assert_eq!(report(&later), report(&here));
+    let again: Planner<Graph> = commlens::input::read_prepared(text.as_bytes(), None).unwrap();
+    assert_eq!(again.signature(), here.signature());
+}

@@ -4,11 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
   openApp, launchBrowser, REPO, CASES, ARTIFACTS, cli, counts, expected, nativePlan, nextPaint, seq, readDump,
-  synthDump, dropLarge, chartTexts, overlaps, BUDGET_MS,
+  synthDump, dropLarge, chartTexts, overlaps, BUDGET_MS, WORK,
 } from './harness.mjs';
 
 const haveShared = existsSync(CASES);
@@ -49,14 +49,22 @@ test('a dropped conformance dump shows as many bars, splits and skips as its rep
   app.assertNoErrors();
 });
 
-test('the bucket ids carry the reference signature whether the browser digests it (WebCrypto) or the wasm does', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+test('the bucket ids carry the reference signature however it is made: beside the read, from the read\'s records, or by the wasm', { skip: !haveShared && 'no shared corpus' }, async (t) => {
   const name = 'llama1_dropout_blocks';
   const report = JSON.parse(readFileSync(join(CASES, name, 'plan.json')));
   const ids = [...new Set(report.buckets.map((b) => b.bucket_id))].sort();
   assert.ok(ids.length > 1, 'the case has buckets');
   // Without WebCrypto (an http:// page on another host is not a secure context).
   const noSubtle = () => Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined });
-  for (const [how, initScript] of [['WebCrypto', undefined], ['wasm', noSubtle]]) {
+  // The signature worker cannot start (as where a content policy refuses it).
+  const noSignatureWorker = () => {
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (message, ...rest) {
+      if (message && message.kind === 'start') throw new Error('refused');
+      return post.call(this, message, ...rest);
+    };
+  };
+  for (const [how, initScript] of [['beside the read', undefined], ['WebCrypto', noSignatureWorker], ['wasm', noSubtle]]) {
     const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript });
     await app.waitForRendered('header');
     const before = await seq(app);
@@ -65,9 +73,51 @@ test('the bucket ids carry the reference signature whether the browser digests i
     assert.match(await app.page.locator('#perf').textContent(), new RegExp(`\\(signature: ${how}\\b`), how);
     const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
     assert.deepEqual(shown, ids, how);
-    await app.screenshot(`app-signature-${how}`);
+    await app.screenshot(`app-signature-${how.split(' ')[0]}`);
     app.assertNoErrors();
   }
+});
+
+test('a dump the signature worker declines (no reprs) is hashed by the wasm, as the CLI hashes it', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const dump = readDump(join(CASES, 'llama1_dropout_blocks', 'dump.json'));
+  for (const n of dump.nodes) delete n.repr;
+  const path = join(WORK, 'no-repr.json');
+  writeFileSync(path, JSON.stringify(dump));
+  const ids = [...new Set(nativePlan(path).buckets.map((b) => b.bucket_id))].sort();
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
+  await app.waitForRendered('header');
+  const before = await seq(app);
+  await app.dropFile('.app', { path });
+  await nextPaint(app, before);
+  assert.match(await app.page.locator('#perf').textContent(), /\(signature: wasm, after the browser failed\)/);
+  const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
+  assert.deepEqual(shown, ids);
+  app.assertNoErrors();
+});
+
+test('a signature worker whose module cannot start is found out by the start-up warm-up and not asked again: reads hand their records to WebCrypto', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  // The worker starts, but its module cannot (as where workers have no dynamic import).
+  const brokenModule = () => {
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (message, ...rest) {
+      if (message && message.kind === 'start') message = { ...message, glue: new URL('/no-such-glue.js', location.href).href };
+      return post.call(this, message, ...rest);
+    };
+  };
+  const name = 'llama1_dropout_blocks';
+  const ids = [...new Set(JSON.parse(readFileSync(join(CASES, name, 'plan.json'))).buckets.map((b) => b.bucket_id))].sort();
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript: brokenModule });
+  await app.waitForRendered('header');
+  for (const how of ['WebCrypto', 'WebCrypto']) {
+    const before = await seq(app);
+    await app.dropFile('.app', { path: join(CASES, name, 'dump.json') });
+    await nextPaint(app, before);
+    assert.match(await app.page.locator('#perf').textContent(), new RegExp(`\\(signature: ${how}\\b`), how);
+    const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
+    assert.deepEqual(shown, ids, how);
+  }
+  // The missing glue's 404 is the test's doing.
+  app.assertNoErrors([/no-such-glue/, /404/]);
 });
 
 test('changing cap_bytes re-plans as the report for those arguments says', { skip: !haveShared && 'no shared corpus' }, async (t) => {

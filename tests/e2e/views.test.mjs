@@ -421,7 +421,7 @@ test('compare: a base from a link that cannot be read is named (it downloads in 
     await app.page.goto(new URL(`?view=compare&src=${after}&base=${encodeURIComponent(base)}${extra}`, app.page.url()).href);
     await app.waitForRendered('#error');
     assert.match(await app.text('#error'), re);
-    // (The page also keeps a worker that digests graph signatures: told apart by its script.)
+    // (The page also keeps workers that make graph signatures: told apart by their scripts.)
     const fetching = [];
     for (const w of workers) {
       const script = await w.evaluate(() => String(self.onmessage)).catch(() => 'ended');

@@ -35,7 +35,8 @@ fn open(
 ) {
     wasm_bindgen_futures::spawn_local(async move {
         let limit = limits::bytes(limit_mb);
-        let (label, source, bytes, started) = match what {
+        // The signature worker, for a file, asked as the file is read (it reads it too).
+        let (label, source, bytes, started, beside) = match what {
             Open::Source(src) => {
                 let started = browser::now_ms();
                 let (url, source) = match &src {
@@ -81,7 +82,7 @@ fn open(
                     progress_dispatch.dispatch(Action::Busy(text));
                 };
                 match browser::fetch_bytes(&url, limit, progress).await {
-                    Ok(b) => (label, Some(source), b, started),
+                    Ok(b) => (label, Some(source), b, started, None),
                     Err(e) => {
                         dispatch.dispatch(Action::LoadFailed(e));
                         return;
@@ -94,8 +95,9 @@ fn open(
                     file.name(),
                     file.size() / 1e6
                 )));
+                let beside = digest::SignatureWorker::request_file(&file);
                 match browser::read_file(&file, limit).await {
-                    Ok(b) => (file.name(), None, b, started),
+                    Ok(b) => (file.name(), None, b, started, beside),
                     Err(e) => {
                         dispatch.dispatch(Action::LoadFailed(e));
                         return;
@@ -119,7 +121,11 @@ fn open(
         // A dump, or a trace log's chosen graph: the graph and the planner's per-graph checks
         // are built while reading.
         let size = bytes.len();
-        match digest::read_digesting(|| model::read_input(bytes, graph)) {
+        let beside = match beside {
+            Some(file) => Some(file).filter(|_| digest::SignatureWorker::takes(&bytes)),
+            None => digest::SignatureWorker::request(&bytes),
+        };
+        match digest::read_digesting(beside, || model::read_input(bytes, graph)) {
             Err(e) => dispatch.dispatch(Action::LoadFailed(commlens::text::bounded_message(
                 &format!("{label}: {e}"),
             ))),
@@ -144,7 +150,7 @@ fn choose_graph(dispatch: UseReducerDispatcher<State>, loaded: Rc<Loaded>, choic
         dispatch.dispatch(Action::Busy(format!("reading graph {choice} of the log…")));
         browser::yield_now().await;
         let t0 = browser::now_ms();
-        match digest::read_digesting(|| model::read_log_graph(&log, choice)) {
+        match digest::read_digesting(None, || model::read_log_graph(&log, choice)) {
             Err(e) => dispatch.dispatch(Action::LoadFailed(format!(
                 "{}, graph {choice}: {e}",
                 loaded.label

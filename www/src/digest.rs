@@ -6,6 +6,13 @@
 //! before the first plan. Elsewhere (no WebCrypto: plain HTTP on another host; no workers: a
 //! content policy) the wasm hashes while reading, as the CLI does; the signature is the same
 //! either way.
+//!
+//! Where it can, the page does better still: a second worker, with its own instance of this
+//! module ([`SignatureWorker`]), is handed a copy of a dump's bytes before the read and makes
+//! the signature's records from them itself (`commlens::signature::records_of_dump`, about
+//! half a read's work) while the page reads without writing any
+//! (`commlens::signature::without_records`): writing the records was about a sixth of the
+//! page's read of a 100k-node dump (docs/performance.md).
 
 use crate::browser::{now_ms, script_worker};
 use crate::model::Loaded;
@@ -20,6 +27,9 @@ pub enum Digested {
     Here,
     /// By the browser's WebCrypto in a worker; the page waited this many ms for it.
     WebCrypto(f64),
+    /// Made beside the read by the signature worker ([`SignatureWorker`]) in `.1` ms (from
+    /// the bytes to the digest); the page waited `.0` ms for it.
+    Beside(f64, f64),
     /// The browser failed, and the wasm hashed the graph after all.
     Failed,
 }
@@ -30,24 +40,41 @@ impl Digested {
         match self {
             Digested::Here => " (signature: wasm)".to_string(),
             Digested::WebCrypto(ms) => format!(" (signature: WebCrypto, waited {ms:.0} ms)"),
+            Digested::Beside(ms, worker) => format!(
+                " (signature: beside the read, in a worker in {worker:.0} ms, waited {ms:.0} ms)"
+            ),
             Digested::Failed => " (signature: wasm, after the browser failed)".to_string(),
         }
     }
 }
 
+/// A signature on its way: from the records this read hands out ([`WebDigest`]), or made
+/// beside it ([`SignatureWorker`]).
+pub enum Pending {
+    Records(PendingDigest),
+    Beside(PendingSignature),
+}
+
 /// Runs `read` (one of the core's readers preparing a planner) with the graph signature
-/// digested by the browser where the page can ([`WebDigest`]): the planner's
-/// signature is then set by [`settle_signature`], which the caller awaits once it
-/// has done what does not need the signature (classifying the graph). The signature is the
-/// same either way.
+/// made where the page can: `beside` (from [`SignatureWorker::request`], for the same bytes)
+/// makes it while `read` writes no records; else the browser digests the records `read`
+/// hands out ([`WebDigest`]); else the wasm hashes while reading. The planner's signature is
+/// then set by [`settle_signature`], which the caller awaits once it has done what does not
+/// need the signature (classifying the graph). The signature is the same either way.
 pub fn read_digesting<T>(
+    beside: Option<PendingSignature>,
     read: impl FnOnce() -> Result<T, String>,
-) -> Result<(T, Option<PendingDigest>), String> {
+) -> Result<(T, Option<Pending>), String> {
+    if let Some(beside) = beside {
+        // On an error the worker's answer, when it comes, has nobody waiting for it.
+        let out = commlens::signature::without_records(read)?;
+        return Ok((out, Some(Pending::Beside(beside))));
+    }
     let Some(digest) = WebDigest::start() else {
         return Ok((read()?, None));
     };
     match commlens::signature::digest_elsewhere(Box::new(digest.pieces()), read) {
-        Ok(out) => Ok((out, Some(digest.request()))),
+        Ok(out) => Ok((out, Some(Pending::Records(digest.request())))),
         Err(e) => {
             digest.unused();
             Err(e)
@@ -55,14 +82,21 @@ pub fn read_digesting<T>(
     }
 }
 
-/// Sets the planner's graph signature once the browser has digested it
-/// ([`read_digesting`]); with no digest pending, the reader already hashed it.
-pub async fn settle_signature(loaded: &mut Loaded, pending: Option<PendingDigest>) -> Digested {
+/// Sets the planner's graph signature once it is made ([`read_digesting`]); with nothing
+/// pending, the reader already hashed it. When the browser failed, the wasm hashes the graph
+/// (its nodes keep their reprs for this).
+pub async fn settle_signature(loaded: &mut Loaded, pending: Option<Pending>) -> Digested {
     let Some(pending) = pending else {
         return Digested::Here;
     };
     let waited = now_ms();
-    let hex = pending.hex().await;
+    let (hex, worker_ms) = match pending {
+        Pending::Records(p) => (p.hex().await, None),
+        Pending::Beside(p) => match p.hex().await {
+            Ok((hex, worker_ms)) => (Ok(hex), Some(worker_ms)),
+            Err(e) => (Err(e), None),
+        },
+    };
     let ms = now_ms() - waited;
     let Some(planner) = loaded.planner_mut() else {
         // Not reached: nothing shares the planner before its signature is settled.
@@ -71,12 +105,311 @@ pub async fn settle_signature(loaded: &mut Loaded, pending: Option<PendingDigest
     match hex {
         Ok(hex) => {
             planner.set_signature(hex);
-            Digested::WebCrypto(ms)
+            match worker_ms {
+                Some(worker_ms) => Digested::Beside(ms, worker_ms),
+                None => Digested::WebCrypto(ms),
+            }
         }
         Err(_) => {
             let hex = commlens::signature::graph_signature(planner.graph());
             planner.set_signature(hex);
             Digested::Failed
+        }
+    }
+}
+
+/// The signature worker's side of [`SignatureWorker`]: the graph signature's records of the
+/// dump `bytes` under the page's input-size limit, or nothing when they cannot be made
+/// without reading the dump (`commlens::signature::records_of_dump`).
+#[wasm_bindgen]
+pub fn signature_records(bytes: &[u8], max_input_bytes: f64) -> Option<Vec<u8>> {
+    if !SignatureWorker::takes(bytes) {
+        return None;
+    }
+    commlens::input::set_limits(commlens::input::Limits {
+        max_input_bytes: max_input_bytes as u64,
+    });
+    commlens::signature::records_of_dump(bytes).map(String::into_bytes)
+}
+
+/// The worker of [`SignatureWorker`]: starts this module's glue and an instance of the page's
+/// compiled module (its code is shared, optimised or not, with the page's instance), then for
+/// each dump makes its records and digests them with WebCrypto.
+const SIGNATURE_WORKER: &str = r#"
+let glue = null;
+onmessage = async (e) => {
+  const m = e.data;
+  if (m.kind === 'start') {
+    glue = import(m.glue).then(async (g) => { await g.default({ module_or_path: m.module }); return g; });
+    glue.catch(() => {});
+    return;
+  }
+  try {
+    const t0 = performance.now();
+    // A dropped file is read here, while the page reads it too (unless it is too large to
+    // take, whatever it holds).
+    if (m.file && m.file.size > m.max) { postMessage({ id: m.id, error: 'declined' }); return; }
+    const bytes = new Uint8Array(m.file ? await m.file.arrayBuffer() : m.bytes);
+    const g = await glue;
+    const records = g.signature_records(bytes, m.limit);
+    if (records === undefined) { postMessage({ id: m.id, error: 'declined' }); return; }
+    const d = new Uint8Array(await crypto.subtle.digest('SHA-256', records));
+    const hex = Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
+    postMessage({ id: m.id, hex, ms: performance.now() - t0 });
+  } catch (err) { postMessage({ id: m.id, error: String(err && err.message || err) }); }
+};
+"#;
+
+/// Dumps whose text is larger than this are read with their records handed out
+/// ([`WebDigest`]): the worker would hold a second copy of the text and the records (about
+/// 1.4 times the text in all, on top of the page's read).
+const BESIDE_MAX_TEXT: usize = 128 << 20;
+
+/// After a dump of more bytes than this, the signature worker is replaced by a new one
+/// ([`SignatureWorker::recycle_if_idle`]); smaller ones leave it a few MB larger.
+const RECYCLE_AFTER: usize = 16 << 20;
+
+/// How long the page waits for the signature worker after its read before it hashes the
+/// graph itself: the worker does less than the page, so it is late only when something went
+/// wrong (killed for memory, say).
+const BESIDE_TIMEOUT_MS: i32 = 20_000;
+
+/// A worker with its own instance of this module, started with the page, that makes a
+/// dump's graph signature from a copy of its bytes while the page reads the dump
+/// ([`read_digesting`]). Where it cannot start (no WebCrypto, no workers, a content policy
+/// that refuses them, no dynamic `import` in workers), or once it has failed, reads hand
+/// their records to [`WebDigest`] as before.
+pub struct SignatureWorker;
+
+/// The signature worker and the answers it owes, by request.
+struct SignatureWorkerState {
+    worker: web_sys::Worker,
+    next: u32,
+    waiting: std::collections::HashMap<u32, js_sys::Function>,
+    failed: bool,
+}
+
+thread_local! {
+    static SIGNATURE_WORKER_STATE: std::cell::RefCell<Option<SignatureWorkerState>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl SignatureWorker {
+    /// Starts the worker, where the page can: at the page's start, since a worker started
+    /// when a read begins cannot finish starting before the read ends.
+    pub fn warm() {
+        if !has_web_crypto() {
+            return;
+        }
+        let Some(worker) = Self::start() else { return };
+        SIGNATURE_WORKER_STATE.with(|s| {
+            *s.borrow_mut() = Some(SignatureWorkerState {
+                worker,
+                next: 0,
+                waiting: Default::default(),
+                failed: false,
+            })
+        });
+    }
+
+    fn start() -> Option<web_sys::Worker> {
+        let base = crate::browser::document()?.base_uri().ok()??;
+        let glue = web_sys::Url::new_with_base("commlens_www.js", &base)
+            .ok()?
+            .href();
+        let worker = script_worker(SIGNATURE_WORKER).ok()?;
+        let on_message =
+            Closure::<dyn FnMut(web_sys::MessageEvent)>::new(|e: web_sys::MessageEvent| {
+                let data = e.data();
+                let id = js_sys::Reflect::get(&data, &"id".into())
+                    .ok()
+                    .and_then(|id| id.as_f64())
+                    .map(|id| id as u32);
+                let resolve = id.and_then(|id| {
+                    SIGNATURE_WORKER_STATE.with(|s| s.borrow_mut().as_mut()?.waiting.remove(&id))
+                });
+                if let Some(resolve) = resolve {
+                    let _ = resolve.call1(&JsValue::NULL, &data);
+                }
+            });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+        // A worker that cannot start, or a module that cannot start in it, fails every
+        // answer it owes, and is not asked again.
+        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(|_: web_sys::Event| {
+            Self::fail_all();
+        });
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        on_error.forget();
+        let message = js_sys::Object::new();
+        js_sys::Reflect::set(&message, &"kind".into(), &"start".into()).ok()?;
+        js_sys::Reflect::set(&message, &"glue".into(), &glue.into()).ok()?;
+        js_sys::Reflect::set(&message, &"module".into(), &wasm_bindgen::module()).ok()?;
+        worker.post_message(&message).ok()?;
+        Some(worker)
+    }
+
+    /// Replaces the worker with a new one, unless it owes an answer: its memory grew to hold
+    /// the last dump and its records (wasm memory does not shrink), and a new instance of the
+    /// compiled module starts in a few milliseconds.
+    fn recycle_if_idle() {
+        let idle = SIGNATURE_WORKER_STATE.with(|s| {
+            s.borrow()
+                .as_ref()
+                .is_some_and(|state| !state.failed && state.waiting.is_empty())
+        });
+        if !idle {
+            return;
+        }
+        let Some(fresh) = Self::start() else { return };
+        SIGNATURE_WORKER_STATE.with(|s| {
+            if let Some(state) = s.borrow_mut().as_mut() {
+                std::mem::replace(&mut state.worker, fresh).terminate();
+            }
+        });
+    }
+
+    /// Ends the worker: every answer it owes is an error, and reads hand out their records.
+    fn fail_all() {
+        let waiting = SIGNATURE_WORKER_STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            let state = s.as_mut()?;
+            state.failed = true;
+            state.worker.terminate();
+            Some(std::mem::take(&mut state.waiting))
+        });
+        let error = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(
+            &error,
+            &"error".into(),
+            &"the signature worker failed".into(),
+        );
+        for resolve in waiting.into_iter().flatten().map(|(_, r)| r) {
+            let _ = resolve.call1(&JsValue::NULL, &error);
+        }
+    }
+
+    /// Whether the signature worker makes the signature of `bytes` (else it declines them):
+    /// a dump, whose text is at most [`BESIDE_MAX_TEXT`].
+    pub fn takes(bytes: &[u8]) -> bool {
+        let text = match bytes.starts_with(&[0x1f, 0x8b]) {
+            true => commlens::dump::gzip_size_hint(bytes),
+            false => bytes.len(),
+        };
+        text <= BESIDE_MAX_TEXT && commlens::input::holds_a_dump(bytes)
+    }
+
+    /// Hands the worker a copy of `bytes` to make their signature, when it takes them
+    /// ([`SignatureWorker::takes`]) and has not failed; `None` otherwise.
+    pub fn request(bytes: &[u8]) -> Option<PendingSignature> {
+        let available =
+            SIGNATURE_WORKER_STATE.with(|s| s.borrow().as_ref().is_some_and(|state| !state.failed));
+        if !available || !Self::takes(bytes) {
+            return None;
+        }
+        let copy = Uint8Array::new_with_length(bytes.len() as u32);
+        copy.copy_from(bytes);
+        Self::send(
+            ("bytes", copy.clone().into()),
+            Some(copy.buffer()),
+            bytes.len(),
+        )
+    }
+
+    /// Hands the worker the dropped or picked `file` to read and make its signature from,
+    /// at once, so that it reads the file while the page does. Whether the page then reads
+    /// without records is for [`SignatureWorker::takes`] to say of the bytes it read.
+    pub fn request_file(file: &web_sys::File) -> Option<PendingSignature> {
+        Self::send(("file", file.into()), None, file.size() as usize)
+    }
+
+    fn send(
+        (field, input): (&str, JsValue),
+        transfer: Option<js_sys::ArrayBuffer>,
+        size: usize,
+    ) -> Option<PendingSignature> {
+        SIGNATURE_WORKER_STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            let state = s.as_mut().filter(|state| !state.failed)?;
+            let id = state.next;
+            state.next = state.next.wrapping_add(1);
+            let mut answer_to = None;
+            let answer = js_sys::Promise::new(&mut |resolve, _| answer_to = Some(resolve));
+            let message = js_sys::Object::new();
+            js_sys::Reflect::set(&message, &"id".into(), &f64::from(id).into()).ok()?;
+            js_sys::Reflect::set(&message, &field.into(), &input).ok()?;
+            let limit = commlens::input::limits().max_input_bytes as f64;
+            js_sys::Reflect::set(&message, &"limit".into(), &limit.into()).ok()?;
+            let max = BESIDE_MAX_TEXT as f64;
+            js_sys::Reflect::set(&message, &"max".into(), &max.into()).ok()?;
+            match transfer {
+                Some(buffer) => state
+                    .worker
+                    .post_message_with_transfer(&message, &Array::of1(&buffer)),
+                None => state.worker.post_message(&message),
+            }
+            .ok()?;
+            state.waiting.insert(id, answer_to?);
+            Some(PendingSignature {
+                answer,
+                recycle: size > RECYCLE_AFTER,
+            })
+        })
+    }
+}
+
+/// Whether the page has WebCrypto (secure contexts: HTTPS and localhost).
+fn has_web_crypto() -> bool {
+    if !cfg!(target_arch = "wasm32") {
+        return false;
+    }
+    let subtle = web_sys::window()
+        .and_then(|w| w.crypto().ok())
+        .and_then(|crypto| js_sys::Reflect::get(&crypto, &"subtle".into()).ok());
+    subtle.is_some_and(|s| !s.is_undefined() && !s.is_null())
+}
+
+/// A signature asked of the [`SignatureWorker`].
+pub struct PendingSignature {
+    answer: js_sys::Promise,
+    /// Whether the worker is replaced once it answers ([`RECYCLE_AFTER`]).
+    recycle: bool,
+}
+
+impl PendingSignature {
+    /// The hex SHA-256 and the worker's time for it, or why not (the worker declined the
+    /// dump, failed, or took longer than [`BESIDE_TIMEOUT_MS`] after the read).
+    pub async fn hex(self) -> Result<(String, f64), String> {
+        let timeout = js_sys::Promise::new(&mut |resolve, _| {
+            let error = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&error, &"error".into(), &"timed out".into());
+            let _ = crate::browser::window().set_timeout_with_callback_and_timeout_and_arguments_1(
+                &resolve,
+                BESIDE_TIMEOUT_MS,
+                &error,
+            );
+        });
+        let answer = JsFuture::from(js_sys::Promise::race(&Array::of2(&self.answer, &timeout)))
+            .await
+            .map_err(crate::browser::js_err)?;
+        let field = |k: &str| js_sys::Reflect::get(&answer, &k.into()).unwrap_or_default();
+        match field("hex").as_string() {
+            Some(hex) => {
+                if self.recycle {
+                    SignatureWorker::recycle_if_idle();
+                }
+                Ok((hex, field("ms").as_f64().unwrap_or(0.0)))
+            }
+            None => {
+                // A dump it declines is the dump's doing; anything else (no dynamic `import`
+                // in workers, the module failing to start, a timeout) is the worker's, and
+                // later reads hand out their records instead.
+                let error = field("error").as_string().unwrap_or_default();
+                if error != "declined" {
+                    SignatureWorker::fail_all();
+                }
+                Err(error)
+            }
         }
     }
 }
@@ -133,18 +466,9 @@ impl WebDigest {
         }
     }
 
-    /// A worker, where the page has WebCrypto (secure contexts: HTTPS and localhost) and may
-    /// start workers.
+    /// A worker, where the page has WebCrypto and may start workers.
     fn new_worker() -> Option<web_sys::Worker> {
-        if !cfg!(target_arch = "wasm32") {
-            return None;
-        }
-        let crypto = web_sys::window()?.crypto().ok()?;
-        let subtle = js_sys::Reflect::get(&crypto, &"subtle".into()).ok()?;
-        if subtle.is_undefined() || subtle.is_null() {
-            return None;
-        }
-        script_worker(DIGEST_WORKER).ok()
+        has_web_crypto().then(|| script_worker(DIGEST_WORKER).ok())?
     }
 
     /// A digest for the next read: the kept worker, or a new one while it is busy; `None`

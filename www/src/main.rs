@@ -26,14 +26,21 @@ mod warm;
 static HEAP: commlens::wasm_heap::Heap = commlens::wasm_heap::Heap::new();
 
 fn main() {
+    // In the signature worker (`digest::SignatureWorker`) this module only serves
+    // `digest::signature_records`: there is no page.
+    if web_sys::window().is_none() {
+        return;
+    }
     fatal::install();
     // The core's hash maps are keyed by the dump's strings: seeded with the browser's entropy,
     // a dump cannot name its nodes to collide in them (wasm has no other source of it).
     if let Some(entropy) = browser::random_u64() {
         commlens::hashing::seed_from_host(entropy);
     }
-    // Started now, so that it is running when the first read hands it the signature's bytes.
+    // Started now, so that they are running when the first read hands them the signature's
+    // bytes, or the dump's.
     digest::WebDigest::warm();
+    digest::SignatureWorker::warm();
     // The reader's code optimised before the first dump arrives.
     warm::soon();
     // The app renders into `#app`, beside the `#fatal` banner it must never clear.

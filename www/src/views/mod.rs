@@ -261,8 +261,10 @@ pub async fn load_graph_digested<'a>(
     bytes: impl Into<std::borrow::Cow<'a, [u8]>>,
     graph: Option<usize>,
 ) -> Result<Loaded, String> {
+    let bytes = bytes.into();
+    let beside = crate::digest::SignatureWorker::request(&bytes);
     let (size, read) = graph_reader(label, bytes, graph);
-    let (planner, pending) = crate::digest::read_digesting(read)?;
+    let (planner, pending) = crate::digest::read_digesting(beside, read)?;
     let mut loaded = Loaded::new(label.to_string(), source, None, planner, size);
     crate::digest::settle_signature(&mut loaded, pending).await;
     Ok(loaded)
