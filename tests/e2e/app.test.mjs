@@ -49,7 +49,11 @@ test('a dropped conformance dump shows as many bars, splits and skips as its rep
   app.assertNoErrors();
 });
 
-test('the bucket ids carry the reference signature however it is made: beside the read, from the read\'s records, or by the wasm', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+// The signature worker is started where the machine has four cores or more.
+const eightCores = () => Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 8 });
+const twoCores = () => Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 2 });
+
+test('the bucket ids carry the reference signature however it is made: beside the read (four cores or more), from the read\'s records, or by the wasm', { skip: !haveShared && 'no shared corpus' }, async (t) => {
   const name = 'llama1_dropout_blocks';
   const report = JSON.parse(readFileSync(join(CASES, name, 'plan.json')));
   const ids = [...new Set(report.buckets.map((b) => b.bucket_id))].sort();
@@ -58,13 +62,14 @@ test('the bucket ids carry the reference signature however it is made: beside th
   const noSubtle = () => Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined });
   // The signature worker cannot start (as where a content policy refuses it).
   const noSignatureWorker = () => {
+    Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 8 });
     const post = Worker.prototype.postMessage;
     Worker.prototype.postMessage = function (message, ...rest) {
       if (message && message.kind === 'start') throw new Error('refused');
       return post.call(this, message, ...rest);
     };
   };
-  for (const [how, initScript] of [['beside the read', undefined], ['WebCrypto', noSignatureWorker], ['wasm', noSubtle]]) {
+  for (const [how, initScript] of [['beside the read', eightCores], ['WebCrypto', twoCores], ['WebCrypto', noSignatureWorker], ['wasm', noSubtle]]) {
     const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript });
     await app.waitForRendered('header');
     const before = await seq(app);
@@ -84,7 +89,7 @@ test('a dump the signature worker declines (no reprs) is hashed by the wasm, as 
   const path = join(WORK, 'no-repr.json');
   writeFileSync(path, JSON.stringify(dump));
   const ids = [...new Set(nativePlan(path).buckets.map((b) => b.bucket_id))].sort();
-  const app = await openApp(t, { viewport: { width: 1400, height: 1000 } });
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript: eightCores });
   await app.waitForRendered('header');
   const before = await seq(app);
   await app.dropFile('.app', { path });
@@ -98,6 +103,7 @@ test('a dump the signature worker declines (no reprs) is hashed by the wasm, as 
 test('a signature worker whose module cannot start is found out by the start-up warm-up and not asked again: reads hand their records to WebCrypto', { skip: !haveShared && 'no shared corpus' }, async (t) => {
   // The worker starts, but its module cannot (as where workers have no dynamic import).
   const brokenModule = () => {
+    Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 8 });
     const post = Worker.prototype.postMessage;
     Worker.prototype.postMessage = function (message, ...rest) {
       if (message && message.kind === 'start') message = { ...message, glue: new URL('/no-such-glue.js', location.href).href };

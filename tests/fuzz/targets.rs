@@ -98,6 +98,41 @@ pub fn read(data: &[u8]) {
     }
     let _ = input::holds_graph(data);
     gzipped_reads_the_same(data);
+    records_agree(data);
+}
+
+/// The signature's records that the browser's worker makes from a dump's bytes
+/// (`signature::records_of_dump`, without reading the dump) are, byte for byte, those that a
+/// read of the same bytes hashes, whenever both are made.
+fn records_agree(data: &[u8]) {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    #[derive(Clone, Default)]
+    struct Collected(Rc<RefCell<Vec<u8>>>);
+    impl commlens::signature::RecordSink for Collected {
+        fn restart(&mut self) {
+            self.0.borrow_mut().clear();
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.borrow_mut().extend_from_slice(bytes);
+        }
+    }
+    let Some(made) = commlens::signature::records_of_dump(data) else {
+        return;
+    };
+    let collected = Collected::default();
+    let read = commlens::signature::digest_elsewhere(Box::new(collected.clone()), || {
+        input::read(data, None)
+    });
+    if read.is_ok() && input::holds_a_dump(data) {
+        let hashed = collected.0.borrow();
+        assert!(
+            *hashed == made.as_bytes(),
+            "records made beside the read differ from the read's:\n{}\n{}",
+            String::from_utf8_lossy(&hashed),
+            made
+        );
+    }
 }
 
 /// A gzip dump is read as it decompresses (`dump::streamed`): gzipped, any input reads exactly

@@ -35,7 +35,7 @@ fn open(
 ) {
     wasm_bindgen_futures::spawn_local(async move {
         let limit = limits::bytes(limit_mb);
-        // The signature worker, for a file, asked as the file is read (it reads it too).
+        // For a file, the signature worker asked with the file's own buffer.
         let (label, source, bytes, started, beside) = match what {
             Open::Source(src) => {
                 let started = browser::now_ms();
@@ -95,9 +95,11 @@ fn open(
                     file.name(),
                     file.size() / 1e6
                 )));
-                let beside = digest::SignatureWorker::request_file(&file);
-                match browser::read_file(&file, limit).await {
-                    Ok(b) => (file.name(), None, b, started, beside),
+                match browser::read_file_keeping(&file, limit).await {
+                    Ok((b, buffer)) => {
+                        let beside = digest::SignatureWorker::request_buffer(&b, buffer);
+                        (file.name(), None, b, started, Some(beside))
+                    }
                     Err(e) => {
                         dispatch.dispatch(Action::LoadFailed(e));
                         return;
@@ -122,7 +124,7 @@ fn open(
         // are built while reading.
         let size = bytes.len();
         let beside = match beside {
-            Some(file) => Some(file).filter(|_| digest::SignatureWorker::takes(&bytes)),
+            Some(asked) => asked,
             None => digest::SignatureWorker::request(&bytes),
         };
         match digest::read_digesting(beside, || model::read_input(bytes, graph)) {

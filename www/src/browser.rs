@@ -283,6 +283,15 @@ pub async fn fetch_bytes(
 /// leaves this thread idle: the fresh memory's pages are then faulted in before the copy
 /// rather than during it.
 pub async fn read_file(file: &web_sys::File, limit: u64) -> Result<Vec<u8>, String> {
+    Ok(read_file_keeping(file, limit).await?.0)
+}
+
+/// [`read_file`], and the file's bytes as the browser read them (an `ArrayBuffer`), for the
+/// page to hand on (transferred to a worker, not copied).
+pub async fn read_file_keeping(
+    file: &web_sys::File,
+    limit: u64,
+) -> Result<(Vec<u8>, js_sys::ArrayBuffer), String> {
     let (name, size) = (file.name(), file.size() as u64);
     crate::limits::check(&name, size, limit)?;
     let pending = file.array_buffer();
@@ -303,7 +312,7 @@ pub async fn read_file(file: &web_sys::File, limit: u64) -> Result<Vec<u8>, Stri
         .len();
     // SAFETY: `copy_to_uninit` wrote the first `copied` (= `len`) bytes of the spare room.
     unsafe { out.set_len(copied) };
-    Ok(out)
+    Ok((out, bytes.buffer()))
 }
 
 /// Writes a byte of each page of `room`, so that the engine commits the pages now.

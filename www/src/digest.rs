@@ -7,9 +7,9 @@
 //! content policy) the wasm hashes while reading, as the CLI does; the signature is the same
 //! either way.
 //!
-//! Where it can, the page does better still: a second worker, with its own instance of this
-//! module ([`SignatureWorker`]), is handed a copy of a dump's bytes before the read and makes
-//! the signature's records from them itself (`commlens::signature::records_of_dump`, about
+//! On a machine with cores to spare the page does better still: a second worker, with its
+//! own instance of this module ([`SignatureWorker`]), is handed a dump's bytes before the read
+//! and makes the signature's records from them itself (`commlens::signature::records_of_dump`, about
 //! half a read's work) while the page reads without writing any
 //! (`commlens::signature::without_records`): writing the records was about a sixth of the
 //! page's read of a 100k-node dump (docs/performance.md).
@@ -146,10 +146,7 @@ onmessage = async (e) => {
   }
   try {
     const t0 = performance.now();
-    // A dropped file is read here, while the page reads it too (unless it is too large to
-    // take, whatever it holds).
-    if (m.file && m.file.size > m.max) { postMessage({ id: m.id, error: 'declined' }); return; }
-    const bytes = new Uint8Array(m.file ? await m.file.arrayBuffer() : m.bytes);
+    const bytes = m.bytes;
     const g = await glue;
     const records = g.signature_records(bytes, m.limit);
     if (records === undefined) { postMessage({ id: m.id, error: 'declined' }); return; }
@@ -159,6 +156,12 @@ onmessage = async (e) => {
   } catch (err) { postMessage({ id: m.id, error: String(err && err.message || err) }); }
 };
 "#;
+
+/// The signature worker is started on machines with at least this many cores. With two,
+/// the page's read gained nothing from it: on the project's 2-core VM the page's thread did
+/// 40 ms less at 100k nodes, but with the worker beside it (and the browser's own threads)
+/// it was preempted as much, and whole loads were as long (docs/performance.md).
+const MIN_CORES: u32 = 4;
 
 /// Dumps whose text is larger than this are read with their records handed out
 /// ([`WebDigest`]): the worker would hold a second copy of the text and the records (about
@@ -174,11 +177,11 @@ const RECYCLE_AFTER: usize = 16 << 20;
 /// wrong (killed for memory, say).
 const BESIDE_TIMEOUT_MS: i32 = 20_000;
 
-/// A worker with its own instance of this module, started with the page, that makes a
-/// dump's graph signature from a copy of its bytes while the page reads the dump
-/// ([`read_digesting`]). Where it cannot start (no WebCrypto, no workers, a content policy
-/// that refuses them, no dynamic `import` in workers), or once it has failed, reads hand
-/// their records to [`WebDigest`] as before.
+/// A worker with its own instance of this module, started with the page on machines of
+/// [`MIN_CORES`] or more, that makes a dump's graph signature from its bytes while the page
+/// reads the dump ([`read_digesting`]). Where it is not started (fewer cores, no WebCrypto,
+/// no workers, a content policy that refuses them), or once it has failed (no dynamic
+/// `import` in workers, say), reads hand their records to [`WebDigest`] as before.
 pub struct SignatureWorker;
 
 /// The signature worker and the answers it owes, by request.
@@ -195,10 +198,11 @@ thread_local! {
 }
 
 impl SignatureWorker {
-    /// Starts the worker, where the page can: at the page's start, since a worker started
-    /// when a read begins cannot finish starting before the read ends.
+    /// Starts the worker, where the page can and the machine has cores to spare: at the
+    /// page's start, since a worker started when a read begins cannot finish starting before
+    /// the read ends.
     pub fn warm() {
-        if !has_web_crypto() {
+        if !has_web_crypto() || cores() < MIN_CORES {
             return;
         }
         let Some(worker) = Self::start() else { return };
@@ -302,9 +306,7 @@ impl SignatureWorker {
     /// Hands the worker a copy of `bytes` to make their signature, when it takes them
     /// ([`SignatureWorker::takes`]) and has not failed; `None` otherwise.
     pub fn request(bytes: &[u8]) -> Option<PendingSignature> {
-        let available =
-            SIGNATURE_WORKER_STATE.with(|s| s.borrow().as_ref().is_some_and(|state| !state.failed));
-        if !available || !Self::takes(bytes) {
+        if !Self::available() || !Self::takes(bytes) {
             return None;
         }
         let copy = Uint8Array::new_with_length(bytes.len() as u32);
@@ -316,11 +318,21 @@ impl SignatureWorker {
         )
     }
 
-    /// Hands the worker the dropped or picked `file` to read and make its signature from,
-    /// at once, so that it reads the file while the page does. Whether the page then reads
-    /// without records is for [`SignatureWorker::takes`] to say of the bytes it read.
-    pub fn request_file(file: &web_sys::File) -> Option<PendingSignature> {
-        Self::send(("file", file.into()), None, file.size() as usize)
+    /// [`SignatureWorker::request`] for bytes the page read from a file: `buffer` (the file's
+    /// bytes as the browser read them, already copied into `bytes`) is transferred to the
+    /// worker, not copied. (Given the `File` itself, the worker read it while the page did,
+    /// and the page's read of it took 20 ms longer on two cores.)
+    pub fn request_buffer(bytes: &[u8], buffer: js_sys::ArrayBuffer) -> Option<PendingSignature> {
+        if !Self::available() || !Self::takes(bytes) {
+            return None;
+        }
+        let view = Uint8Array::new(&buffer);
+        Self::send(("bytes", view.into()), Some(buffer), bytes.len())
+    }
+
+    /// Whether the worker is there to ask.
+    fn available() -> bool {
+        SIGNATURE_WORKER_STATE.with(|s| s.borrow().as_ref().is_some_and(|state| !state.failed))
     }
 
     fn send(
@@ -340,8 +352,6 @@ impl SignatureWorker {
             js_sys::Reflect::set(&message, &field.into(), &input).ok()?;
             let limit = commlens::input::limits().max_input_bytes as f64;
             js_sys::Reflect::set(&message, &"limit".into(), &limit.into()).ok()?;
-            let max = BESIDE_MAX_TEXT as f64;
-            js_sys::Reflect::set(&message, &"max".into(), &max.into()).ok()?;
             match transfer {
                 Some(buffer) => state
                     .worker
@@ -356,6 +366,11 @@ impl SignatureWorker {
             })
         })
     }
+}
+
+/// The logical cores the browser says the machine has (`navigator.hardwareConcurrency`).
+fn cores() -> u32 {
+    web_sys::window().map_or(1, |w| w.navigator().hardware_concurrency() as u32)
 }
 
 /// Whether the page has WebCrypto (secure contexts: HTTPS and localhost).

@@ -527,6 +527,13 @@ pub fn matches(
     }
 }
 
+fn owned(counts: Vec<(&str, usize)>) -> Vec<(String, usize)> {
+    counts
+        .into_iter()
+        .map(|(k, n)| (k.to_string(), n))
+        .collect()
+}
+
 fn sorted_counts<K: Ord + Clone>(map: HashMap<K, usize>) -> Vec<(K, usize)> {
     let mut v: Vec<(K, usize)> = map.into_iter().collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -535,18 +542,15 @@ fn sorted_counts<K: Ord + Clone>(map: HashMap<K, usize>) -> Vec<(K, usize)> {
 
 /// The counts that do not depend on the plan.
 pub fn base_overview(collectives: &Collectives) -> Overview {
-    let mut roles: HashMap<String, usize> = HashMap::new();
-    let mut sources: HashMap<String, usize> = HashMap::new();
-    let mut groups: HashMap<String, usize> = HashMap::new();
+    // Counted by the rows' own strings, made owned once per label (not once per row).
+    let mut roles: HashMap<&str, usize> = HashMap::new();
+    let mut sources: HashMap<&str, usize> = HashMap::new();
+    let mut groups: HashMap<&str, usize> = HashMap::new();
     let mut diagnostics: HashMap<Code, usize> = HashMap::new();
     for r in &collectives.rows {
-        *roles.entry(r.role_label().to_string()).or_default() += 1;
-        *sources
-            .entry(source_label(r.source).to_string())
-            .or_default() += 1;
-        *groups
-            .entry(group_label(r.group.as_deref()).to_string())
-            .or_default() += 1;
+        *roles.entry(r.role_label()).or_default() += 1;
+        *sources.entry(source_label(r.source)).or_default() += 1;
+        *groups.entry(group_label(r.group.as_deref())).or_default() += 1;
         for c in r.diagnostics.iter() {
             *diagnostics.entry(*c).or_default() += 1;
         }
@@ -560,9 +564,9 @@ pub fn base_overview(collectives: &Collectives) -> Overview {
         .filter(|d| !d.nodes.iter().any(|n| row_names.contains(n.as_str())))
         .count();
     Overview {
-        roles: sorted_counts(roles),
-        sources: sorted_counts(sources),
-        groups: sorted_counts(groups),
+        roles: owned(sorted_counts(roles)),
+        sources: owned(sorted_counts(sources)),
+        groups: owned(sorted_counts(groups)),
         diagnostics: sorted_counts(diagnostics),
         other_diagnostics,
         collectives: collectives.rows.len(),
