@@ -451,13 +451,36 @@ fn starts_with_an_object(mut reader: impl std::io::Read) -> std::io::Result<bool
 /// copied), and a dump that reader declines is read whole, which says what is wrong; gzip is
 /// read as it decompresses (`dump::read_cow_into`).
 fn read_dump_bytes(bytes: Cow<'_, [u8]>, sink: &mut dyn NodeSink) -> Result<Dump, InputError> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
-        if let Some(dump) = dump::read_streamed_into(Source::whole(&bytes), bytes.len(), sink) {
-            return Ok(dump);
-        }
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        return Ok(dump::read_cow_into(bytes, sink)?);
     }
+    let bytes = match bytes {
+        // In the browser the nodes keep their undecoded metadata as positions in the text
+        // handed over, which the graph then keeps: copying what each node keeps was 100 ms of
+        // malloc in a 100k-node dump with stack traces (every node's different).
+        Cow::Owned(text) if cfg!(target_arch = "wasm32") && text.len() <= KEPT_TEXT_MAX => {
+            let text: crate::meta::DumpText = std::sync::Arc::new(text);
+            if let Some(dump) = dump::read_streamed_into(Source::document(&text), text.len(), sink)
+            {
+                return Ok(dump);
+            }
+            Cow::Owned(std::sync::Arc::unwrap_or_clone(text))
+        }
+        bytes => {
+            if let Some(dump) = dump::read_streamed_into(Source::whole(&bytes), bytes.len(), sink) {
+                return Ok(dump);
+            }
+            bytes
+        }
+    };
     Ok(dump::read_cow_into(bytes, sink)?)
 }
+
+/// Plain text up to this size is kept by the graph read from it in the browser (its nodes'
+/// metadata kept as positions in it, `read_dump_bytes`); larger text is let go after the
+/// read, the nodes keeping copies of what they need, so a graph read from a very large file
+/// does not hold the whole file.
+const KEPT_TEXT_MAX: usize = 256 << 20;
 
 /// Reads the chosen graph as a dump. For a trace log, `warnings` holds what the log could
 /// not say (group ranks, cut annotations).

@@ -872,6 +872,29 @@ pub(crate) struct DecodeScratch {
     metas: RefCell<foldhash::HashMap<Box<str>, crate::meta::Entries>>,
     /// Where [`DecodeScratch::shared_entries`] puts its key together.
     parts_text: RefCell<String>,
+    /// The whole text being read, when the nodes may keep their metadata as positions in it
+    /// ([`DecodeScratch::in_document`]).
+    document: Option<crate::meta::DumpText>,
+}
+
+impl DecodeScratch {
+    /// A scratch for reading nodes whose text lies in `document`: what they keep of their
+    /// metadata is a position in it, not a copy ([`DecodeScratch::in_document`]).
+    #[cfg(any(test, target_arch = "wasm32"))]
+    pub(crate) fn in_text(document: crate::meta::DumpText) -> DecodeScratch {
+        DecodeScratch {
+            document: Some(document),
+            ..DecodeScratch::default()
+        }
+    }
+
+    /// The document `text` lies in, and where in it `text` starts: `None` unless this scratch
+    /// has one ([`DecodeScratch::in_text`]) and `text` is a part of it.
+    pub(crate) fn in_document(&self, text: &[u8]) -> Option<(&crate::meta::DumpText, usize)> {
+        let document = self.document.as_ref()?;
+        let start = (text.as_ptr() as usize).checked_sub(document.as_ptr() as usize)?;
+        (start + text.len() <= document.len()).then_some((document, start))
+    }
 }
 
 /// How many texts [`DecodeScratch`] keeps to share what they decode, each way.

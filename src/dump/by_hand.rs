@@ -346,6 +346,7 @@ impl<'t> Cursor<'t> {
             self.literal(b"null")?;
             return Some(Slot::Got((Meta::new(), 0)));
         }
+        let object_start = self.at;
         if !self.eat(b'{') {
             return None;
         }
@@ -385,12 +386,18 @@ impl<'t> Cursor<'t> {
         }
         let entries = scratch.take_entries(mark);
         let refs = scratch.meta_refs.get() - refs_before;
-        let text = match left {
-            true => Some(MetaText::Own(keep_shared(|out| {
+        // Kept as a position in the whole text where the reader holds one (the browser's
+        // dropped file), else as a copy of the kept entries.
+        let text = match (left, scratch.in_document(self.bytes())) {
+            (false, _) => None,
+            (true, Some((document, at))) => Some(MetaText::InDocument {
+                document: document.clone(),
+                start: at + object_start,
+            }),
+            (true, None) => Some(MetaText::Own(keep_shared(|out| {
                 self.gather(&walked, out);
                 Some(())
             })?)),
-            false => None,
         };
         // Shared by the decoded entries' own text (kept ones, `val` and the like, differ from
         // node to node where the decoded ones do not).

@@ -584,12 +584,21 @@ pub(crate) enum Source<'a, R> {
     /// read where it lies, not copied into a buffer piece by piece (in the browser the
     /// copies, and zeroing the buffer before each, were a pass over the whole text).
     Whole(&'a [u8]),
+    /// Whole text that the graph may keep: where the nodes are parsed where they lie (one
+    /// thread, as in the browser), what they keep of their metadata is a position in it
+    /// rather than a copy.
+    Document(&'a crate::meta::DumpText),
 }
 
 impl<'a> Source<'a, std::io::Empty> {
     /// Text whole in memory (the reader type is unused).
     pub(crate) fn whole(text: &'a [u8]) -> Self {
         Source::Whole(text)
+    }
+
+    /// Whole text that the graph may keep ([`Source::Document`]; the reader type is unused).
+    pub(crate) fn document(text: &'a crate::meta::DumpText) -> Self {
+        Source::Document(text)
     }
 }
 
@@ -612,6 +621,7 @@ impl<'a, R: Read> Stream<'a, R> {
         let (reader, text) = match source {
             Source::Reader(reader) => (Some(reader), std::borrow::Cow::Owned(Vec::new())),
             Source::Whole(text) => (None, std::borrow::Cow::Borrowed(text)),
+            Source::Document(text) => (None, std::borrow::Cow::Borrowed(text.as_slice())),
         };
         let total = text.len() as u64;
         (total <= limit).then_some(Stream {
@@ -877,7 +887,11 @@ fn read_in_one(
     sink: &mut dyn NodeSink,
 ) -> Result<Dump, Declined> {
     let limit = crate::input::limits().max_input_bytes;
-    let mut take = Take::new(text_len, sink);
+    let scratch = match &source {
+        Source::Document(text) => DecodeScratch::in_text(Arc::clone(text)),
+        _ => DecodeScratch::default(),
+    };
+    let mut take = Take::new(text_len, sink, scratch);
     let document = read_document(source, limit, &mut take)?;
     take.finish(document)
 }
@@ -1055,7 +1069,7 @@ fn read_in_two(
                     false => Err(Declined),
                 }
             })?;
-        let mut take = Take::new(text_len, sink);
+        let mut take = Take::new(text_len, sink, DecodeScratch::default());
         let mut taken = true;
         for batch in &receive {
             waiting.fetch_sub(1, Ordering::Relaxed);
@@ -1099,13 +1113,13 @@ struct Take<'s> {
 }
 
 impl<'s> Take<'s> {
-    fn new(text_len: usize, sink: &'s mut dyn NodeSink) -> Take<'s> {
+    fn new(text_len: usize, sink: &'s mut dyn NodeSink, scratch: DecodeScratch) -> Take<'s> {
         sink.begin();
         sink.expect_nodes(super::expected_nodes(text_len));
         Take {
             parsed: ParsedNodes::new(text_len),
             targets: Targets::default(),
-            scratch: DecodeScratch::default(),
+            scratch,
             sink,
             next: 0,
         }
@@ -1350,8 +1364,36 @@ pub(super) fn node_texts(bytes: &[u8]) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{read, scan_value, Scan, Source};
+    use super::{read, read_in_one, scan_value, Scan, Source};
     use std::io::Write;
+
+    /// Read from a `Source::Document` (as the browser reads a dropped file), the nodes keep
+    /// their undecoded metadata as positions in the text, and the dump is the one read from
+    /// the same text otherwise, metadata and all; a dump with a stack trace in every node.
+    #[test]
+    fn a_kept_document_is_read_the_same_with_positions_in_it() {
+        let synthetic = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(2_000));
+        let traced = crate::synth::lean_dump_with_stack_traces(&synthetic).expect("lean");
+        for (name, text) in [("synthetic", synthetic), ("stack traces", traced)] {
+            let document: crate::meta::DumpText = std::sync::Arc::new(text.into_bytes());
+            let copied = read_in_one(Source::whole(&document), document.len(), &mut ());
+            let kept = read_in_one(Source::document(&document), document.len(), &mut ());
+            let (Ok(copied), Ok(kept)) = (copied, kept) else {
+                panic!("{name}: declined");
+            };
+            assert_eq!(format!("{copied:?}"), format!("{kept:?}"), "{name}");
+            let range = document.as_ptr_range();
+            let in_document = |d: &crate::Dump| {
+                d.nodes
+                    .iter()
+                    .filter_map(|n| n.meta.as_read().1)
+                    .filter(|t| range.contains(&t.as_ptr()))
+                    .count()
+            };
+            assert!(in_document(&kept) > 1_000, "{name}: kept as positions");
+            assert_eq!(in_document(&copied), 0, "{name}: kept as copies");
+        }
+    }
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
