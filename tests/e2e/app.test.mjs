@@ -53,10 +53,23 @@ test('a dropped conformance dump shows as many bars, splits and skips as its rep
 const eightCores = () => Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 8 });
 const twoCores = () => Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => 2 });
 
+/** The distinct bucket ids of a plan's buckets, sorted. */
+const bucketIds = (buckets) => [...new Set(buckets.map((b) => b.bucket_id))].sort();
+
+/** Drops the dump at `path` and waits for it: the timing line, and the bucket ids drawn. */
+async function dropForSignature(app, path) {
+  const before = await seq(app);
+  await app.dropFile('.app', { path });
+  await nextPaint(app, before);
+  return {
+    perf: await app.page.locator('#perf').textContent(),
+    shown: await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort()),
+  };
+}
+
 test('the bucket ids carry the reference signature however it is made: beside the read (four cores or more), from the read\'s records, or by the wasm', { skip: !haveShared && 'no shared corpus' }, async (t) => {
   const name = 'llama1_dropout_blocks';
-  const report = JSON.parse(readFileSync(join(CASES, name, 'plan.json')));
-  const ids = [...new Set(report.buckets.map((b) => b.bucket_id))].sort();
+  const ids = bucketIds(JSON.parse(readFileSync(join(CASES, name, 'plan.json'))).buckets);
   assert.ok(ids.length > 1, 'the case has buckets');
   // Without WebCrypto (an http:// page on another host is not a secure context).
   const noSubtle = () => Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined });
@@ -72,11 +85,8 @@ test('the bucket ids carry the reference signature however it is made: beside th
   for (const [how, initScript] of [['beside the read', eightCores], ['WebCrypto', twoCores], ['WebCrypto', noSignatureWorker], ['wasm', noSubtle]]) {
     const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript });
     await app.waitForRendered('header');
-    const before = await seq(app);
-    await app.dropFile('.app', { path: join(CASES, name, 'dump.json') });
-    await nextPaint(app, before);
-    assert.match(await app.page.locator('#perf').textContent(), new RegExp(`\\(signature: ${how}\\b`), how);
-    const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
+    const { perf, shown } = await dropForSignature(app, join(CASES, name, 'dump.json'));
+    assert.match(perf, new RegExp(`\\(signature: ${how}\\b`), how);
     assert.deepEqual(shown, ids, how);
     await app.screenshot(`app-signature-${how.split(' ')[0]}`);
     app.assertNoErrors();
@@ -88,14 +98,11 @@ test('a dump the signature worker declines (no reprs) is hashed by the wasm, as 
   for (const n of dump.nodes) delete n.repr;
   const path = join(WORK, 'no-repr.json');
   writeFileSync(path, JSON.stringify(dump));
-  const ids = [...new Set(nativePlan(path).buckets.map((b) => b.bucket_id))].sort();
+  const ids = bucketIds(nativePlan(path).buckets);
   const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript: eightCores });
   await app.waitForRendered('header');
-  const before = await seq(app);
-  await app.dropFile('.app', { path });
-  await nextPaint(app, before);
-  assert.match(await app.page.locator('#perf').textContent(), /\(signature: wasm, after the browser failed\)/);
-  const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
+  const { perf, shown } = await dropForSignature(app, path);
+  assert.match(perf, /\(signature: wasm, after the browser failed\)/);
   assert.deepEqual(shown, ids);
   app.assertNoErrors();
 });
@@ -111,15 +118,12 @@ test('a signature worker whose module cannot start is found out by the start-up 
     };
   };
   const name = 'llama1_dropout_blocks';
-  const ids = [...new Set(JSON.parse(readFileSync(join(CASES, name, 'plan.json'))).buckets.map((b) => b.bucket_id))].sort();
+  const ids = bucketIds(JSON.parse(readFileSync(join(CASES, name, 'plan.json'))).buckets);
   const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript: brokenModule });
   await app.waitForRendered('header');
   for (const how of ['WebCrypto', 'WebCrypto']) {
-    const before = await seq(app);
-    await app.dropFile('.app', { path: join(CASES, name, 'dump.json') });
-    await nextPaint(app, before);
-    assert.match(await app.page.locator('#perf').textContent(), new RegExp(`\\(signature: ${how}\\b`), how);
-    const shown = await app.page.$$eval('#chart svg [data-bucket]', (els) => [...new Set(els.map((e) => e.getAttribute('data-bucket')))].sort());
+    const { perf, shown } = await dropForSignature(app, join(CASES, name, 'dump.json'));
+    assert.match(perf, new RegExp(`\\(signature: ${how}\\b`), how);
     assert.deepEqual(shown, ids, how);
   }
   // The missing glue's 404 is the test's doing.
