@@ -40,7 +40,11 @@ const DECODED_PREFIXES: &[&str] = &["fsdp_", "bucketing_"];
 /// Whether the reader decodes the entry `key` as it reads (otherwise it is decoded on first
 /// use).
 pub fn decoded_on_read(key: &str) -> bool {
-    DECODED_KEYS.contains(&key) || DECODED_PREFIXES.iter().any(|p| key.starts_with(p))
+    // Asked of every metadata key as it is read, and on every `Meta::get` that misses: the
+    // length and first byte rule out nearly every other key without a call to compare.
+    let same = |k: &str| k.len() == key.len() && k.as_bytes().first() == key.as_bytes().first();
+    DECODED_KEYS.iter().any(|k| same(k) && *k == key)
+        || DECODED_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
 /// A node's decoded metadata entries: shared by the nodes whose `meta` objects read the
@@ -130,8 +134,13 @@ impl Meta {
 
     /// `meta.get(key)`.
     pub fn get(&self, key: &str) -> Option<&PyValue> {
+        // A decoded entry is the entry (`full` holds the same): looked for first, so the
+        // keys read most (those decoded on read) rarely need `decoded_on_read`.
+        if let Some(value) = find(&self.entries, key) {
+            return Some(value);
+        }
         if self.text.is_none() || decoded_on_read(key) {
-            find(&self.entries, key)
+            None
         } else {
             self.full().get(key)
         }
@@ -398,6 +407,49 @@ mod tests {
         let eager = Meta::from(meta.to_dict());
         assert_eq!(&eager, meta);
         assert_eq!(format!("{eager:?}"), format!("{meta:?}"));
+    }
+
+    /// Keys decoded on read, present or absent, are answered from the decoded entries
+    /// without decoding the rest; any other key decodes it, and gets what it holds.
+    #[test]
+    fn decoded_keys_never_decode_the_rest() {
+        let dump = read(DUMP);
+        let meta = &dump.nodes[0].meta;
+        assert_eq!(meta.get("param_name"), Some(&PyValue::Str("w".into())));
+        assert_eq!(meta.get("state_idx"), Some(&PyValue::int(0)));
+        for absent in [
+            "comm_type",
+            "custom",
+            "fsdp_bucket_spec",
+            "bucketing_x_sources",
+            "desc",
+        ] {
+            assert_eq!(meta.get(absent), None, "{absent}");
+        }
+        assert!(meta.full.get().is_none(), "nothing else decoded");
+        assert_eq!(meta.get("absent"), None);
+        assert!(
+            meta.full.get().is_some(),
+            "an undecoded key decodes the rest"
+        );
+        assert_eq!(meta.get("param_name"), Some(&PyValue::Str("w".into())));
+    }
+
+    /// `decoded_on_read` accepts the listed keys and the prefixed ones, and nothing that
+    /// merely shares a key's length and first byte, or is a prefix or extension of one.
+    #[test]
+    fn decoded_on_read_is_the_list_and_the_prefixes() {
+        for key in DECODED_KEYS {
+            assert!(decoded_on_read(key), "{key}");
+            let mut near = key.to_string();
+            near.pop();
+            near.push('#');
+            assert!(!decoded_on_read(&near), "{near}");
+            assert!(!decoded_on_read(&key[..key.len() - 1]), "{key} shortened");
+            assert!(!decoded_on_read(&format!("{key}s")), "{key} extended");
+        }
+        assert!(decoded_on_read("fsdp_bucket_spec") && decoded_on_read("bucketing_ag_sources"));
+        assert!(!decoded_on_read("") && !decoded_on_read("fsdp") && !decoded_on_read("val"));
     }
 
     #[test]
