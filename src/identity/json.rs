@@ -186,15 +186,18 @@ impl<'o> PrettyObject<'o> {
     }
 }
 
+/// The indentation of the deepest lines `roles --json` prints, and more, at once.
+const SPACES: &str = "                                ";
+
+/// Two spaces for each of `depth` levels, in pieces of at most [`SPACES`].
+fn indent_pieces(depth: usize) -> impl Iterator<Item = &'static str> {
+    let (whole, rest) = (2 * depth / SPACES.len(), 2 * depth % SPACES.len());
+    std::iter::repeat_n(SPACES, whole).chain((rest > 0).then(|| &SPACES[..rest]))
+}
+
 /// Two spaces for each of `depth` levels.
 fn push_indent(out: &mut String, depth: usize) {
-    const SPACES: &str = "                                ";
-    let mut indent = 2 * depth;
-    while indent > 0 {
-        let step = indent.min(SPACES.len());
-        out.push_str(&SPACES[..step]);
-        indent -= step;
-    }
+    indent_pieces(depth).for_each(|piece| out.push_str(piece));
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes it: `"`, `\` and the control
@@ -409,16 +412,8 @@ impl PrettyAt {
     }
 
     fn line<W: ?Sized + std::io::Write>(&self, w: &mut W, text: &[u8]) -> std::io::Result<()> {
-        /// The indentation of the deepest lines `roles --json` prints, and more, at once.
-        const SPACES: &[u8; 32] = b"                                ";
         w.write_all(text)?;
-        let mut indent = 2 * self.depth;
-        while indent > 0 {
-            let step = indent.min(SPACES.len());
-            w.write_all(&SPACES[..step])?;
-            indent -= step;
-        }
-        Ok(())
+        indent_pieces(self.depth).try_for_each(|piece| w.write_all(piece.as_bytes()))
     }
 
     fn begin<W: ?Sized + std::io::Write>(&mut self, w: &mut W, open: &[u8]) -> std::io::Result<()> {
