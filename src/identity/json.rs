@@ -34,13 +34,8 @@ fn push_collective(out: &mut String, depth: usize, graph: &Graph, c: &Collective
     o.str("api", c.api.as_str());
     o.str("transport", c.transport.as_str());
     o.opt_str("group", c.group.as_deref());
-    o.strs(
-        "waits",
-        c.waits.iter().map(|&w| graph.node(w).name.as_str()),
-    );
-    o.opt_str("role", c.role.as_ref().map(|r| r.as_str()));
-    o.opt_str("source", c.source.map(|s| s.as_str()));
-    o.opt_str("producer", c.producer.as_deref());
+    o.node_names("waits", graph, &c.waits);
+    o.role_source_producer(c.role.as_ref(), c.source, c.producer.as_deref());
     o.str("phase", c.phase.as_str());
     let mut evidence = o.object("phase_evidence");
     evidence.str("rule", c.phase_evidence.rule);
@@ -92,13 +87,8 @@ fn push_memory_event(out: &mut String, depth: usize, e: &MemoryEvent) {
 fn push_bucket(out: &mut String, depth: usize, graph: &Graph, b: &BucketIdentity) {
     let mut o = PrettyObject::open(out, depth);
     o.str("bucket_id", &b.bucket_id);
-    o.strs(
-        "members",
-        b.members.iter().map(|&id| graph.node(id).name.as_str()),
-    );
-    o.opt_str("role", b.role.as_ref().map(|r| r.as_str()));
-    o.opt_str("source", b.source.map(|s| s.as_str()));
-    o.opt_str("producer", b.producer.as_deref());
+    o.node_names("members", graph, &b.members);
+    o.role_source_producer(b.role.as_ref(), b.source, b.producer.as_deref());
     o.close();
 }
 
@@ -169,6 +159,23 @@ impl<'o> PrettyObject<'o> {
         } else {
             out.push_str("[]");
         }
+    }
+
+    /// The names of nodes `ids`, as an array of strings.
+    fn node_names(&mut self, key: &str, graph: &Graph, ids: &[crate::graph::NodeId]) {
+        self.strs(key, ids.iter().map(|&id| graph.node(id).name.as_str()));
+    }
+
+    /// The `role`, `source` and `producer` entries that collectives and buckets share.
+    fn role_source_producer(
+        &mut self,
+        role: Option<&super::Role>,
+        source: Option<super::Source>,
+        producer: Option<&str>,
+    ) {
+        self.opt_str("role", role.map(|r| r.as_str()));
+        self.opt_str("source", source.map(|s| s.as_str()));
+        self.opt_str("producer", producer);
     }
 
     /// An object, as the value of `key`.
