@@ -16,8 +16,8 @@
 //!   the kernel), over the JSON's size.
 //! - whole CLI: `commlens plan`, `roles --json`, `render` as processes on the same gzipped
 //!   file, wall time (best of N) and peak memory, against the floor run as a process.
-//!   Needs the CLI built (`cargo build --release -p commlens-cli`; `COMMLENS_BIN` overrides
-//!   where it is looked for), and skipped without it.
+//!   Needs the CLI built (`cargo xtask cli`, profile-guided, else `cargo build --release -p
+//!   commlens-cli`; `COMMLENS_BIN` overrides where it is looked for), and skipped without it.
 //!
 //! `cargo bench --bench read` (all sizes) or `cargo bench --bench read -- 10000 100000`.
 //! `COMMLENS_BENCH_RUNS=N` overrides the number of runs per measurement;
@@ -113,12 +113,17 @@ fn step_process(step: &str, file: &Path) -> Command {
     command
 }
 
+/// The CLI timed: `COMMLENS_BIN`, else the profile-guided build (`cargo xtask cli`), else the
+/// plain release build.
 fn cli_binary() -> Option<PathBuf> {
-    let path = match std::env::var_os("COMMLENS_BIN") {
-        Some(path) => PathBuf::from(path),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/commlens"),
-    };
-    path.is_file().then_some(path)
+    if let Some(path) = std::env::var_os("COMMLENS_BIN") {
+        return Some(PathBuf::from(path)).filter(|p| p.is_file());
+    }
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    ["cli/commlens", "release/commlens"]
+        .iter()
+        .map(|built| target.join(built))
+        .find(|path| path.is_file())
 }
 
 /// The whitespace-separated numbers a child printed.
@@ -205,6 +210,9 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("commlens-bench-read-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let cli = cli_binary();
+    if let Some(cli) = &cli {
+        println!("whole-CLI columns: {}", cli.display());
+    }
     let mut rows = Vec::new();
     for (target, shape) in sizes
         .iter()
@@ -324,8 +332,8 @@ fn main() {
     }
     if cli.is_none() {
         println!(
-            "\n(whole-CLI columns skipped: build the CLI with `cargo build --release -p \
-             commlens-cli` or set COMMLENS_BIN)"
+            "\n(whole-CLI columns skipped: build the CLI with `cargo xtask cli` or `cargo build \
+             --release -p commlens-cli`, or set COMMLENS_BIN)"
         );
     }
 }

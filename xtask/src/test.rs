@@ -72,7 +72,7 @@ pub fn run(args: &[String]) -> Res<()> {
         ),
         (
             "scale",
-            "a 1M-node dump through plan, roles and render (release) under a 4 GiB address-space cap",
+            "the profile-guided release CLI: equal to the debug CLI; a 1M-node dump through plan, roles and render under a 4 GiB address-space cap",
             skip_native,
             step_scale,
         ),
@@ -213,7 +213,9 @@ const CAP_KIB: u64 = 4 << 20;
 /// its time is printed.
 fn step_scale(cx: &Env) -> Res<()> {
     const NODES: &str = "1000000";
-    util::run(util::cargo().args(["build", "--release", "-p", "commlens-cli"]))?;
+    // The CLI as users build it for large dumps: release, profile-guided (`cargo xtask cli`).
+    let cli = crate::cli::build(&cx.target)?;
+    same_as_debug(cx, &cli)?;
     let dir = scale_dir(cx);
     std::fs::create_dir_all(&dir).map_err(Fail::err)?;
     let dump = scale_dump(cx);
@@ -224,7 +226,6 @@ fn step_scale(cx: &Env) -> Res<()> {
                 .arg(&dump),
         )?;
     }
-    let cli = cx.target.join("release").join("commlens");
     let commands: [&[&str]; 3] = [&["plan"], &["roles", "--json"], &["render"]];
     for args in commands {
         let out = dir.join(format!("{}.out", args[0]));
@@ -258,6 +259,59 @@ fn step_scale(cx: &Env) -> Res<()> {
         std::fs::remove_file(&out).map_err(Fail::err)?;
     }
     scale_hostile(cx, &cli)
+}
+
+/// The optimised CLI must write what the debug CLI (checked against the reference by the
+/// conformance steps) writes: `plan`, `roles --json` and `render` of every conformance case,
+/// output, errors and exit code byte for byte. A profile-guided build lays the code out anew;
+/// this is where a miscompiled or mis-trained path would show.
+fn same_as_debug(cx: &Env, cli: &Path) -> Res<()> {
+    require_corpus(cx)?;
+    let debug = build_cli(cx)?;
+    let cases = cx.shared.join("conformance").join("cases");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&cases)
+        .map_err(Fail::err)?
+        .map(|entry| entry.map(|e| e.path()).map_err(Fail::err))
+        .collect::<Res<_>>()?;
+    dirs.sort();
+    let mut compared = 0;
+    for dir in dirs.iter().filter(|d| d.join("dump.json").is_file()) {
+        let dump = dir.join("dump.json");
+        let args = dir.join("args.json");
+        let commands: [&[&str]; 3] = [&["plan"], &["roles", "--json"], &["render"]];
+        for command in commands {
+            let run = |bin: &Path| {
+                let mut c = util::cmd(bin);
+                c.args(command).arg(&dump);
+                if command[0] != "roles" && args.is_file() {
+                    c.arg("--args").arg(&args);
+                }
+                c.output()
+                    .map_err(|e| Fail::msg(format!("cannot run {}: {e}", bin.display())))
+            };
+            let (want, got) = (run(&debug)?, run(cli)?);
+            if (want.status.code(), &want.stdout, &want.stderr)
+                != (got.status.code(), &got.stdout, &got.stderr)
+            {
+                return Err(Fail::msg(format!(
+                    "{} and {} differ on `commlens {} {}`",
+                    cli.display(),
+                    debug.display(),
+                    command.join(" "),
+                    dump.display()
+                )));
+            }
+            compared += 1;
+        }
+    }
+    if compared == 0 {
+        return Err(Fail::msg(format!(
+            "no conformance dumps in {}",
+            cases.display()
+        )));
+    }
+    println!("scale: the optimised CLI wrote what the debug CLI wrote, {compared} runs");
+    Ok(())
 }
 
 /// Nodes in each hostile dump, and the time each command may take on one: linear work takes
