@@ -43,7 +43,12 @@ pub fn build(target: &Path) -> Res<PathBuf> {
             target.join("release").join(exe("commlens"))
         }
     };
-    std::fs::copy(&built, &out).map_err(|e| Fail::msg(format!("{}: {e}", out.display())))?;
+    // Copied beside it, then renamed over it: a CLI still running keeps its old file, where
+    // writing into the file it runs from fails ("text file busy").
+    let staged = out_dir.join(format!(".{}.new", exe("commlens")));
+    std::fs::copy(&built, &staged)
+        .and_then(|_| std::fs::rename(&staged, &out))
+        .map_err(|e| Fail::msg(format!("{}: {e}", out.display())))?;
     println!("cli: {}", out.display());
     Ok(out)
 }
