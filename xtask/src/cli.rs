@@ -144,7 +144,9 @@ fn cargo_build(dir: &Path, name: &str, tools: &ProfileTools, flags: &str) -> Res
             ])
             .arg("--target-dir")
             .arg(&target_dir)
-            .env("RUSTFLAGS", flags),
+            // One flag, which may hold a space (the folder's path): the encoded form, which
+            // cargo does not split on whitespace, and which takes precedence over RUSTFLAGS.
+            .env("CARGO_ENCODED_RUSTFLAGS", flags),
     )?;
     Ok(target_dir
         .join(&tools.host)
