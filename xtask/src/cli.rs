@@ -6,7 +6,7 @@
 //! built, so it cannot go stale: an instrumented CLI reads synthetic dumps of every layout the
 //! reader has a path for (`examples/synth_dump.rs`: gzipped, plain, one line, stack traces) and
 //! the bundled examples (a dump traced by torch, a TORCH_TRACE log) through every command, then
-//! the CLI is built again with what it recorded. At 500k nodes this took 10-15% off `plan`,
+//! the CLI is built again with what it recorded. At 500k and 1M nodes this took 8-12% off `plan`,
 //! `render` and `roles --json` (docs/performance.md, twenty-ninth session).
 //!
 //! Needs rustup's `llvm-tools` component (installed here when missing) for `llvm-profdata`;

@@ -65,7 +65,7 @@ Builds the release CLI (commlens-cli) with profile-guided optimisation and copie
 target/cli/commlens: an instrumented build reads synthetic 100k-node dumps of each layout the
 reader has a path for (gzipped, plain, one line, stack traces; made once under target/pgo/train/)
 and the bundled examples through every command, then the CLI is built again with the profile
-it recorded (10-15% faster on large dumps). Installs rustup's llvm-tools component when
+it recorded (8-12% faster on large dumps). Installs rustup's llvm-tools component when
 missing; without it, builds as `cargo build --release -p commlens-cli` does and says so.";
 
 const TEST_HELP: &str = "\
