@@ -186,46 +186,42 @@ fn train(dir: &Path, cli: &Path) -> Res<()> {
     dumps.push(examples.join("mlp_fsdp.json"));
     let trace_log = examples.join("simple_fsdp_trace.log.gz");
     let sink = data.join("out");
-    let mut runs: Vec<Vec<std::ffi::OsString>> = Vec::new();
+    // Each run: a command, its input, then its options.
+    let mut runs: Vec<(&str, Vec<&std::ffi::OsStr>)> = Vec::new();
     for dump in &dumps {
-        let d = dump.as_os_str().to_owned();
-        let with = |args: &[&str]| -> Vec<std::ffi::OsString> {
-            let mut v: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-            v.insert(1, d.clone());
-            v
-        };
-        runs.push(with(&["plan"]));
-        runs.push(with(&["plan", "--format", "text"]));
-        runs.push(with(&["plan", "--tags", "roles"]));
-        runs.push(with(&["roles", "--json"]));
-        runs.push(with(&["roles"]));
-        runs.push(with(&["render"]));
-        runs.push(with(&["cost"]));
-        let mut diff = with(&["diff"]);
-        diff.insert(2, d.clone());
-        runs.push(diff);
+        let dump = dump.as_os_str();
+        for (command, options) in [
+            ("plan", &[][..]),
+            ("plan", &["--format", "text"]),
+            ("plan", &["--tags", "roles"]),
+            ("roles", &["--json"]),
+            ("roles", &[]),
+            ("render", &[]),
+            ("cost", &[]),
+        ] {
+            let mut args = vec![dump];
+            args.extend(options.iter().map(std::ffi::OsStr::new));
+            runs.push((command, args));
+        }
+        runs.push(("diff", vec![dump, dump]));
     }
-    let log = trace_log.as_os_str().to_owned();
-    runs.push(vec!["graphs".into(), log.clone()]);
+    let log = trace_log.as_os_str();
+    runs.push(("graphs", vec![log]));
     for command in ["plan", "roles", "render"] {
-        runs.push(vec![
-            command.into(),
-            log.clone(),
-            "--graph".into(),
-            "0".into(),
-        ]);
+        runs.push((command, vec![log, "--graph".as_ref(), "0".as_ref()]));
     }
-    for args in runs {
+    for (command, args) in runs {
         let output = std::fs::File::create(&sink).map_err(Fail::err)?;
         // Its notes (the examples' missing group ranks and tags) are the examples', not news.
         let run = util::cmd(cli)
+            .arg(command)
             .args(&args)
             .stdout(output)
             .output()
             .map_err(|e| Fail::msg(format!("cannot run {}: {e}", cli.display())))?;
         if !run.status.success() {
             return Err(Fail::msg(format!(
-                "training run `commlens {}` failed ({}): {}",
+                "training run `commlens {command} {}` failed ({}): {}",
                 args.iter()
                     .map(|a| a.to_string_lossy())
                     .collect::<Vec<_>>()

@@ -203,6 +203,10 @@ fn scale_dump(cx: &Env) -> PathBuf {
     scale_dir(cx).join("synth-1m.json.gz")
 }
 
+/// The commands the scale step runs on the 1M-node dump, and holds the optimised CLI to the
+/// debug CLI on: the three whose whole run issue 14 times.
+const READING_COMMANDS: [&[&str]; 3] = [&["plan"], &["roles", "--json"], &["render"]];
+
 /// The scale step's memory cap (`ulimit -v`, KiB): 4 GiB.
 const CAP_KIB: u64 = 4 << 20;
 
@@ -226,8 +230,7 @@ fn step_scale(cx: &Env) -> Res<()> {
                 .arg(&dump),
         )?;
     }
-    let commands: [&[&str]; 3] = [&["plan"], &["roles", "--json"], &["render"]];
-    for args in commands {
+    for args in READING_COMMANDS {
         let out = dir.join(format!("{}.out", args[0]));
         let script = format!(
             "ulimit -v {CAP_KIB} && exec \"$0\" \"$@\" > '{}'",
@@ -269,17 +272,14 @@ fn same_as_debug(cx: &Env, cli: &Path) -> Res<()> {
     require_corpus(cx)?;
     let debug = build_cli(cx)?;
     let cases = cx.shared.join("conformance").join("cases");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&cases)
-        .map_err(Fail::err)?
-        .map(|entry| entry.map(|e| e.path()).map_err(Fail::err))
-        .collect::<Res<_>>()?;
-    dirs.sort();
     let mut compared = 0;
-    for dir in dirs.iter().filter(|d| d.join("dump.json").is_file()) {
+    for dir in util::sorted_entries(&cases)? {
         let dump = dir.join("dump.json");
+        if !dump.is_file() {
+            continue;
+        }
         let args = dir.join("args.json");
-        let commands: [&[&str]; 3] = [&["plan"], &["roles", "--json"], &["render"]];
-        for command in commands {
+        for command in READING_COMMANDS {
             let run = |bin: &Path| {
                 let mut c = util::cmd(bin);
                 c.args(command).arg(&dump);
@@ -339,17 +339,13 @@ fn scale_hostile(cx: &Env, cli: &Path) -> Res<()> {
             .arg(&dir)
             .arg("hostile"),
     )?;
-    let mut dumps: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(Fail::err)?
-        .map(|entry| entry.map(|e| e.path()).map_err(Fail::err))
-        .filter(|path| {
-            path.as_ref().map_or(true, |p| {
-                let name = p.to_string_lossy();
-                !name.ends_with(".args.json") && !name.ends_with(".after.json")
-            })
+    let dumps: Vec<PathBuf> = util::sorted_entries(&dir)?
+        .into_iter()
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            !name.ends_with(".args.json") && !name.ends_with(".after.json")
         })
-        .collect::<Res<_>>()?;
-    dumps.sort();
+        .collect();
     for dump in &dumps {
         let shape = dump.file_stem().unwrap_or_default().to_string_lossy();
         // A diff or an audit compares the dump with its graph after a pass where the shape

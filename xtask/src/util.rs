@@ -139,6 +139,20 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (r, t.elapsed())
 }
 
+/// The paths in `dir`, sorted.
+pub fn sorted_entries(dir: &Path) -> Res<Vec<PathBuf>> {
+    let mut paths = std::fs::read_dir(dir)
+        .ctx(format!("read {}", dir.display()))?
+        .map(|entry| {
+            entry
+                .map(|e| e.path())
+                .ctx(format!("read {}", dir.display()))
+        })
+        .collect::<Res<Vec<PathBuf>>>()?;
+    paths.sort();
+    Ok(paths)
+}
+
 pub fn copy_dir(from: &Path, to: &Path) -> Res<u64> {
     std::fs::create_dir_all(to).ctx(format!("create {}", to.display()))?;
     let mut n = 0;
