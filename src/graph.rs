@@ -561,9 +561,9 @@ impl std::hash::Hasher for FxHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
+            // The length in the top byte: the short word of `11` and of `111` is the same.
+            let length = (rest.len() as u64) << 56;
+            self.add(crate::words::short_word(rest) ^ length);
         }
     }
 

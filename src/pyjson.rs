@@ -6,7 +6,7 @@
 //! `Infinity`/`NaN`, and `str(obj)` for objects JSON cannot hold (`default=str`).
 
 use crate::value::PyValue;
-use crate::words::{bytes_equal, unprintable_bytes};
+use crate::words::{bytes_equal, short_word, unprintable_bytes};
 use sha2::{Digest, Sha256};
 
 /// `json.dumps(value, sort_keys=True, default=str)`.
@@ -284,10 +284,8 @@ fn is_plain_ascii(bytes: &[u8]) -> bool {
     }
     let word = |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
     let Some(last) = bytes.len().checked_sub(8) else {
-        // Spaces are plain.
-        let mut padded = [b' '; 8];
-        padded[..bytes.len()].copy_from_slice(bytes);
-        return marks(u64::from_le_bytes(padded)) == 0;
+        // The spaces around the bytes are plain.
+        return marks(short_word(bytes)) == 0;
     };
     let any = bytes
         .chunks_exact(8)
