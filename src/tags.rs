@@ -264,15 +264,15 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
         let next = state_index.len();
         let state_idx = *state_index.entry(param_name.clone()).or_insert(next);
         if let (Some(group), Some(size)) = (&c.group, group_size(node)) {
-            if !sized.contains(group.as_str()) {
-                sized.insert(group.clone());
-                group_sizes.push((group.clone(), size));
+            if !sized.contains(&**group) {
+                sized.insert(group.to_string());
+                group_sizes.push((group.to_string(), size));
             }
         }
         let meta = &mut dump.nodes[c.node].meta;
         meta.insert(Key::new("comm_type"), PyValue::Str(comm_type.into()));
         if let Some(group) = &c.group {
-            meta.insert(Key::new("comm_group"), PyValue::Str(group.clone()));
+            meta.insert(Key::new("comm_group"), PyValue::Str(group.to_string()));
         }
         meta.insert(Key::new("param_name"), PyValue::Str(param_name.clone()));
         meta.insert(Key::new("state_idx"), PyValue::int(state_idx as i128));
@@ -286,7 +286,7 @@ pub fn derive(graph: &Graph, classification: &Classification) -> (Dump, DerivedT
         derived.tags.push(DerivedTag {
             node: c.node,
             comm_type,
-            group: c.group.clone(),
+            group: c.group.as_deref().map(str::to_string),
             param_name,
             name_source,
             state_idx,

@@ -163,7 +163,7 @@ fn tensor_parallel_gather_fools_the_heuristic_unless_explicit() {
     let rs = c
         .collectives
         .iter()
-        .find(|x| x.op == "reduce_scatter_tensor")
+        .find(|x| &*x.op == "reduce_scatter_tensor")
         .unwrap();
     assert_eq!(rs.role, Some(Role::GradReduceShard));
     assert_eq!(rs.source, Some(Source::Inferred));
@@ -176,7 +176,7 @@ fn hsdp_replicate_all_reduce_is_explicit_from_comm_type() {
     let ars: Vec<_> = c
         .collectives
         .iter()
-        .filter(|x| x.op == "all_reduce")
+        .filter(|x| &*x.op == "all_reduce")
         .collect();
     assert!(!ars.is_empty());
     for ar in ars {

@@ -32,7 +32,7 @@ use crate::graph::{Graph, NodeId};
 use crate::ops::{collective_call, Api, CollectiveCall};
 use crate::value::PyValue;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Classifies every collective of `graph`. Transform provenance members are looked up by node
 /// name in the graph itself.
@@ -135,7 +135,31 @@ struct FirstPass {
     forward_gathered: Bitset,
     /// Groups of all-gathers with a structural FSDP verdict, with the first such all-gather
     /// (`identify_fsdp_groups`).
-    fsdp_groups: HashMap<String, NodeId>,
+    fsdp_groups: HashMap<Arc<str>, NodeId>,
+    texts: SharedTexts,
+}
+
+/// Texts that repeat across collectives (op names, process groups, producers), each kept
+/// once and shared: a handful of distinct values among tens of thousands of collectives,
+/// where a copy each was a tenth of the classification's memory. The values seen last are
+/// looked through first; past [`SharedTexts::KEPT`] distinct values, a new one is not kept
+/// (so an unusual graph costs a copy each, as before, not a longer search).
+#[derive(Default)]
+pub(super) struct SharedTexts(Vec<Arc<str>>);
+
+impl SharedTexts {
+    const KEPT: usize = 16;
+
+    pub(super) fn share(&mut self, text: &str) -> Arc<str> {
+        if let Some(at) = self.0.iter().rposition(|kept| **kept == *text) {
+            return Arc::clone(&self.0[at]);
+        }
+        let shared: Arc<str> = Arc::from(text);
+        if self.0.len() < Self::KEPT {
+            self.0.push(Arc::clone(&shared));
+        }
+        shared
+    }
 }
 
 impl FirstPass {
@@ -158,6 +182,7 @@ impl FirstPass {
             regathers: Vec::new(),
             forward_gathered: Bitset::new(graph.len()),
             fsdp_groups: HashMap::new(),
+            texts: SharedTexts::default(),
         };
         for id in nodes {
             pass.visit(graph, &mut structure, id);
@@ -180,7 +205,7 @@ impl FirstPass {
         } else {
             // Storage releases are the FSDP pass's `_free_tensor_storage` calls.
             if !facts.view && crate::graph::is_free_tensor_storage(node) {
-                if let Some(event) = memory_event(id, node) {
+                if let Some(event) = memory_event(id, node, &mut self.texts) {
                     self.memory_events.push(event);
                 }
             }
@@ -191,8 +216,14 @@ impl FirstPass {
         };
 
         let index = self.collectives.len();
-        let (mut entry, mut decl, placeholder, recompute_tag) =
-            base_identity(graph, structure, id, &call, &mut self.diags);
+        let (mut entry, mut decl, placeholder, recompute_tag) = base_identity(
+            graph,
+            structure,
+            id,
+            &call,
+            &mut self.texts,
+            &mut self.diags,
+        );
         if entry.transport == Transport::AllGather {
             if let (Some((_, ev)), Some(group)) = (&entry.heuristic, &entry.group) {
                 if ev.rule == rules::AG_SINGLE_PLACEHOLDER {
@@ -211,7 +242,13 @@ impl FirstPass {
             self.all_reduces.push((index, decl));
         } else {
             // Precedence now; nothing later changes a plain collective's declaration.
-            decide(graph, &mut entry, &mut decl, &mut self.diags);
+            decide(
+                graph,
+                &mut entry,
+                &mut decl,
+                &mut self.texts,
+                &mut self.diags,
+            );
         }
         if entry.transport == Transport::AllGather {
             if let Some(p) = placeholder {
@@ -264,6 +301,7 @@ fn decide_the_rest(
         regathers,
         forward_gathered,
         fsdp_groups,
+        mut texts,
     } = pass;
 
     // Inductor's `dedup_fsdp_reduce_scatter` leaves no provenance: with the graph before the
@@ -323,7 +361,7 @@ fn decide_the_rest(
             if call_is_all_reduce {
                 all_reduces.push((i, decl));
             } else if entry.evidence.is_none() {
-                decide(graph, entry, &mut decl, &mut diags);
+                decide(graph, entry, &mut decl, &mut texts, &mut diags);
             }
         }
         all_reduces.sort_unstable_by_key(|(i, _)| *i);
@@ -346,7 +384,7 @@ fn decide_the_rest(
             ));
         }
         if entry.evidence.is_none() {
-            decide(graph, entry, &mut decl, &mut diags);
+            decide(graph, entry, &mut decl, &mut texts, &mut diags);
         }
     }
 
@@ -378,7 +416,7 @@ fn may_be_collective(target: &str) -> bool {
 }
 
 /// A storage release tagged by the FSDP pass, as a memory event.
-fn memory_event(id: NodeId, node: &Node) -> Option<MemoryEvent> {
+fn memory_event(id: NodeId, node: &Node, texts: &mut SharedTexts) -> Option<MemoryEvent> {
     let tag = meta_get(node, "comm_type").and_then(PyValue::as_str)?;
     let Some(CommType::Free(phase)) = payload::comm_type(tag) else {
         return None;
@@ -386,7 +424,7 @@ fn memory_event(id: NodeId, node: &Node) -> Option<MemoryEvent> {
     Some(MemoryEvent {
         node: id,
         name: node.name.clone(),
-        comm_type: tag.to_string(),
+        comm_type: texts.share(tag),
         param_name: meta_get(node, "param_name")
             .and_then(PyValue::as_str)
             .map(str::to_string),
@@ -499,9 +537,9 @@ impl Bitset {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Declared {
     /// A valid explicit declaration: payload (explicit) or `comm_type`.
-    pub explicit: Option<(Role, String, Evidence)>,
+    pub explicit: Option<(Role, Arc<str>, Evidence)>,
     /// A valid payload with `source: "inferred"` (a recorded earlier inference).
-    pub recorded_inferred: Option<(Role, String, Evidence)>,
+    pub recorded_inferred: Option<(Role, Arc<str>, Evidence)>,
 }
 
 fn diag(
@@ -588,7 +626,9 @@ pub(super) fn waits_and_carriers(
     start: NodeId,
     api: Api,
 ) -> (Vec<NodeId>, Vec<NodeId>) {
-    let mut waits = Vec::new();
+    // Room for one: nearly every collective has one wait, and its identity keeps them
+    // boxed, which then needs no copy.
+    let mut waits = Vec::with_capacity(1);
     let mut carriers = Vec::new();
     if api == Api::C10d {
         let mut output = Vec::new();
@@ -643,6 +683,7 @@ fn base_identity(
     structure: &mut Structure,
     id: NodeId,
     call: &CollectiveCall,
+    texts: &mut SharedTexts,
     diags: &mut Vec<(NodeId, Diagnostic)>,
 ) -> (CollectiveIdentity, Declared, Option<NodeId>, bool) {
     let transport = call.transport;
@@ -794,17 +835,17 @@ fn base_identity(
                     ));
                 }
             }
-            decl.explicit = Some((p.role, p.producer, e));
+            decl.explicit = Some((p.role, texts.share(&p.producer), e));
         }
         Some((p, e)) => {
-            decl.recorded_inferred = Some((p.role, p.producer, e));
+            decl.recorded_inferred = Some((p.role, texts.share(&p.producer), e));
             if let Some((role, ev)) = tagged {
-                decl.explicit = Some((role, payload::COMM_TYPE_PRODUCER.to_string(), ev));
+                decl.explicit = Some((role, texts.share(payload::COMM_TYPE_PRODUCER), ev));
             }
         }
         None => {
             if let Some((role, ev)) = tagged {
-                decl.explicit = Some((role, payload::COMM_TYPE_PRODUCER.to_string(), ev));
+                decl.explicit = Some((role, texts.share(payload::COMM_TYPE_PRODUCER), ev));
             }
         }
     }
@@ -882,11 +923,11 @@ fn base_identity(
     let entry = CollectiveIdentity {
         node: id,
         name: name.clone(),
-        op: op.to_string(),
+        op: texts.share(op),
         api: call.api,
         transport,
-        group: process_group(graph, node, call),
-        waits,
+        group: process_group(graph, node, call).map(|group| texts.share(&group)),
+        waits: waits.into_boxed_slice(),
         role: None,
         source: None,
         producer: None,
@@ -1003,6 +1044,7 @@ fn decide(
     graph: &Graph,
     entry: &mut CollectiveIdentity,
     decl: &mut Declared,
+    texts: &mut SharedTexts,
     diags: &mut Vec<(NodeId, Diagnostic)>,
 ) {
     if entry.transport == Transport::Fused {
@@ -1064,7 +1106,7 @@ fn decide(
         }
         entry.role = Some(h_role.clone());
         entry.source = Some(Source::Inferred);
-        entry.producer = Some("commlens.heuristics".to_string());
+        entry.producer = Some(texts.share("commlens.heuristics"));
         entry.evidence = Some(h_ev.clone());
         return;
     }
@@ -1259,7 +1301,7 @@ fn apply_transform<'c>(
 }
 
 /// A declaration a node makes of itself: role, source, producer, evidence.
-type Declaration<'a> = Option<(&'a Role, Source, &'a String, &'a Evidence)>;
+type Declaration<'a> = Option<(&'a Role, Source, &'a Arc<str>, &'a Evidence)>;
 
 /// Gives a transformed node the identity its rule combined from the members, with the
 /// diagnostics: a dropped role, a copied payload that disagrees, a heuristic that disagrees.
@@ -1329,7 +1371,7 @@ fn settle(
     }
     entry.role = combined.role.clone();
     entry.source = combined.source;
-    entry.producer = combined.role.as_ref().map(|_| producer.clone());
+    entry.producer = combined.role.as_ref().map(|_| Arc::from(producer.as_str()));
     entry.evidence = Some(Evidence {
         rule,
         detail: Detail::text(format!(
@@ -1450,6 +1492,37 @@ mod tests {
         }
         assert!(small.len() > 40 && large.len() > 50, "fixtures missing");
         assert!(splits > 2500, "{splits} splits");
+    }
+
+    /// Equal texts are one value, and a graph of many distinct ones still gets each right.
+    #[test]
+    fn shared_texts_are_shared_and_bounded() {
+        use std::sync::Arc;
+        let mut texts = super::SharedTexts::default();
+        let zero = texts.share("0");
+        assert!(Arc::ptr_eq(&zero, &texts.share("0")));
+        assert!(!Arc::ptr_eq(&zero, &texts.share("1")));
+        for i in 0..super::SharedTexts::KEPT * 3 {
+            assert_eq!(*texts.share(&i.to_string()), *i.to_string());
+        }
+        assert_eq!(texts.0.len(), super::SharedTexts::KEPT);
+        assert!(Arc::ptr_eq(&zero, &texts.share("0")));
+
+        // In a classification: every collective of one op and group holds the same text.
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(5000));
+        let graph = Graph::new(crate::read_dump(text.as_bytes()).expect("synthetic"));
+        let classification = classify(&graph);
+        let mut distinct: Vec<&Arc<str>> = Vec::new();
+        for c in &classification.collectives {
+            let texts = [Some(&c.op), c.group.as_ref(), c.producer.as_ref()];
+            for text in texts.into_iter().flatten() {
+                match distinct.iter().find(|d| ***d == *text) {
+                    Some(d) => assert!(Arc::ptr_eq(d, text), "{text} held twice"),
+                    None => distinct.push(text),
+                }
+            }
+        }
+        assert!(classification.collectives.len() > 100 && distinct.len() < 10);
     }
 
     #[test]

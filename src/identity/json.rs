@@ -883,7 +883,7 @@ impl RolesReport {
                 [
                     c.name.clone(),
                     c.transport.as_str().to_string(),
-                    c.group.clone().unwrap_or_else(|| "-".into()),
+                    c.group.as_deref().unwrap_or("-").to_string(),
                     c.role
                         .as_ref()
                         .map(|r| r.as_str().to_string())
@@ -1004,7 +1004,7 @@ fn brief(c: Option<&CollectiveIdentity>) -> Value {
         Some(c) => json!({
             "role": c.role.as_ref().map(|r| r.as_str()),
             "source": c.source.map(|s| s.as_str()),
-            "producer": c.producer,
+            "producer": c.producer.as_deref(),
         }),
         None => Value::Null,
     }

@@ -32,6 +32,7 @@ pub use transform::{bucket_identities, BucketIdentity, PLANNER_PRODUCER};
 use crate::graph::{Graph, NodeId};
 pub use crate::ops::{Api, Transport};
 use indexmap::IndexMap;
+use std::sync::Arc;
 
 /// A collective's purpose.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -201,32 +202,67 @@ impl Evidence {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Detail(DetailRepr);
 
+/// Sixteen bytes, not thirty-two: a collective holds three details (its phase's, its role's,
+/// its structural verdict's), so at 85k collectives this is 4 MB of the classification.
+/// Node positions are kept as [`Id`], the rare text behind one pointer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum DetailRepr {
-    Text(String),
+    // Boxed to be one pointer wide, not three words: the rare text keeps the others small.
+    #[allow(clippy::box_collection)]
+    Text(Box<String>),
     /// `meta["comm_type"] = "<tag>" on <node>`.
-    CommType(NodeId),
+    CommType(Id),
     /// `<payload location> on <holder>[ (moved to the start)]`.
     Payload {
         location: payload::Location,
-        holder: NodeId,
+        holder: Id,
         moved: bool,
     },
     /// The all-gather's only placeholder ancestor.
-    SinglePlaceholder(NodeId),
+    SinglePlaceholder(Id),
     /// The reduce-scatter's wait whose forward closure has only single-input nodes.
-    UnaryClosedWait(NodeId),
-    /// A phase decided by structure: the rule's anchor node (first backward node, seed).
-    PhaseAnchor {
-        rule: &'static str,
-        anchor: Option<NodeId>,
-    },
+    UnaryClosedWait(Id),
+    /// A phase decided by structure: the rule (its index in [`PHASE_RULES`]) and its anchor
+    /// node (first backward node, seed).
+    PhaseAnchor { rule: u8, anchor: Option<Id> },
     /// The all-reduce and the FSDP all-gather on its process group.
-    GroupTransitivity {
-        collective: NodeId,
-        all_gather: NodeId,
-    },
+    GroupTransitivity { collective: Id, all_gather: Id },
 }
+
+/// A node position in 32 bits. A graph of 2^32 nodes would need hundreds of gigabytes to
+/// hold; a position past that is kept as `u32::MAX` and renders as an unknown node (`?`)
+/// rather than as another node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Id(u32);
+
+impl Id {
+    fn new(node: NodeId) -> Id {
+        Id(u32::try_from(node).unwrap_or(u32::MAX))
+    }
+
+    fn get(self) -> Option<NodeId> {
+        (self.0 != u32::MAX).then_some(self.0 as NodeId)
+    }
+
+    fn node(self, graph: &Graph) -> Option<&crate::dump::Node> {
+        self.get().and_then(|id| graph.dump.nodes.get(id))
+    }
+
+    /// The node's name, or `?` for a position the graph does not have.
+    fn name(self, graph: &Graph) -> &str {
+        self.node(graph).map_or("?", |node| node.name.as_str())
+    }
+}
+
+/// The phase rules a [`DetailRepr::PhaseAnchor`] names, by index.
+const PHASE_RULES: [&str; 6] = [
+    phase_rules::COMM_TYPE,
+    phase_rules::AUTOGRAD_BACKWARD,
+    phase_rules::BACKWARD_INPUT,
+    phase_rules::AFTER_FIRST_BACKWARD,
+    phase_rules::GRADIENT_SEED,
+    phase_rules::FORWARD,
+];
 
 /// `format!("{text:?}")` appended to `out`: plain printable ASCII is only quoted (as `Debug`
 /// quotes it, char by char and slower); anything else goes through `Debug`.
@@ -247,17 +283,17 @@ fn push_debug_quoted(out: &mut String, text: &str) {
 impl Detail {
     /// A detail given as text.
     pub fn text(text: impl Into<String>) -> Detail {
-        Detail(DetailRepr::Text(text.into()))
+        Detail(DetailRepr::Text(Box::new(text.into())))
     }
 
     pub(crate) fn comm_type(node: NodeId) -> Detail {
-        Detail(DetailRepr::CommType(node))
+        Detail(DetailRepr::CommType(Id::new(node)))
     }
 
     pub(crate) fn payload(location: payload::Location, holder: NodeId, moved: bool) -> Detail {
         Detail(DetailRepr::Payload {
             location,
-            holder,
+            holder: Id::new(holder),
             moved,
         })
     }
@@ -267,34 +303,46 @@ impl Detail {
         match &self.0 {
             DetailRepr::Payload {
                 location, holder, ..
-            } => Some(Detail::payload(*location, *holder, true)),
+            } => Some(Detail(DetailRepr::Payload {
+                location: *location,
+                holder: *holder,
+                moved: true,
+            })),
             _ => None,
         }
     }
 
     pub(crate) fn single_placeholder(placeholder: NodeId) -> Detail {
-        Detail(DetailRepr::SinglePlaceholder(placeholder))
+        Detail(DetailRepr::SinglePlaceholder(Id::new(placeholder)))
     }
 
     pub(crate) fn unary_closed_wait(wait: NodeId) -> Detail {
-        Detail(DetailRepr::UnaryClosedWait(wait))
+        Detail(DetailRepr::UnaryClosedWait(Id::new(wait)))
     }
 
     pub(crate) fn phase(rule: &'static str, anchor: Option<NodeId>) -> Detail {
-        Detail(DetailRepr::PhaseAnchor { rule, anchor })
+        // A rule outside the table renders as `forward`'s text, as an unknown name did.
+        let rule = PHASE_RULES
+            .iter()
+            .position(|&known| known == rule)
+            .unwrap_or(PHASE_RULES.len() - 1) as u8;
+        Detail(DetailRepr::PhaseAnchor {
+            rule,
+            anchor: anchor.map(Id::new),
+        })
     }
 
     pub(crate) fn group_transitivity(collective: NodeId, all_gather: NodeId) -> Detail {
         Detail(DetailRepr::GroupTransitivity {
-            collective,
-            all_gather,
+            collective: Id::new(collective),
+            all_gather: Id::new(all_gather),
         })
     }
 
     /// The node a phase rule is anchored at (the first backward node, the gradient seed).
     pub fn anchor(&self) -> Option<NodeId> {
         match &self.0 {
-            DetailRepr::PhaseAnchor { anchor, .. } => *anchor,
+            DetailRepr::PhaseAnchor { anchor, .. } => anchor.and_then(Id::get),
             _ => None,
         }
     }
@@ -302,7 +350,7 @@ impl Detail {
     /// The all-gather that made the process group an FSDP group, for a group-rule detail.
     pub(crate) fn group_all_gather(&self) -> Option<NodeId> {
         match &self.0 {
-            DetailRepr::GroupTransitivity { all_gather, .. } => Some(*all_gather),
+            DetailRepr::GroupTransitivity { all_gather, .. } => all_gather.get(),
             _ => None,
         }
     }
@@ -310,9 +358,11 @@ impl Detail {
     /// The text, rendered against the graph that was classified.
     pub fn render(&self, graph: &Graph) -> String {
         match &self.0 {
-            DetailRepr::Text(text) => text.clone(),
+            DetailRepr::Text(text) => String::clone(text),
             DetailRepr::CommType(id) => {
-                let node = graph.node(*id);
+                let Some(node) = id.node(graph) else {
+                    return "meta[\"comm_type\"] on ?".into();
+                };
                 let tag = classify::meta_get(node, "comm_type")
                     .and_then(crate::value::PyValue::as_str)
                     .unwrap_or_default();
@@ -331,23 +381,24 @@ impl Detail {
             } => format!(
                 "{} on {}{}",
                 location.path(),
-                graph.node(*holder).name,
+                holder.name(graph),
                 if *moved { " (moved to the start)" } else { "" }
             ),
-            DetailRepr::SinglePlaceholder(p) => format!(
-                "the input's only graph-input ancestor is {}",
-                graph.node(*p).name
-            ),
+            DetailRepr::SinglePlaceholder(p) => {
+                format!("the input's only graph-input ancestor is {}", p.name(graph))
+            }
             DetailRepr::UnaryClosedWait(wait) => format!(
                 "{} has users, and every node reached from it (the output aside) has a single \
                  input",
-                graph.node(*wait).name
+                wait.name(graph)
             ),
             DetailRepr::PhaseAnchor { rule, anchor } => {
-                let name = |id: &Option<NodeId>| {
-                    id.map(|id| graph.node(id).name.clone()).unwrap_or_default()
-                };
-                match *rule {
+                let name = |id: &Option<Id>| id.map_or("", |id| id.name(graph));
+                match PHASE_RULES
+                    .get(usize::from(*rule))
+                    .copied()
+                    .unwrap_or_default()
+                {
                     phase_rules::COMM_TYPE => "the comm_type tag names the phase".into(),
                     phase_rules::AUTOGRAD_BACKWARD => "meta[\"autograd_backward\"] is set".into(),
                     phase_rules::BACKWARD_INPUT => "depends on a backward input (a tangents \
@@ -372,13 +423,14 @@ impl Detail {
             } => format!(
                 "process group {:?} also carries {}, an all-gather with a structural FSDP \
                  verdict",
-                {
-                    let node = graph.node(*collective);
-                    crate::ops::collective_call(node)
-                        .and_then(|call| classify::process_group(graph, node, &call))
-                        .unwrap_or_default()
-                },
-                graph.node(*all_gather).name
+                collective
+                    .node(graph)
+                    .and_then(|node| {
+                        crate::ops::collective_call(node)
+                            .and_then(|call| classify::process_group(graph, node, &call))
+                    })
+                    .unwrap_or_default(),
+                all_gather.name(graph)
             ),
         }
     }
@@ -413,19 +465,21 @@ impl Provenance {
 pub struct CollectiveIdentity {
     pub node: NodeId,
     pub name: String,
-    /// The op name (`all_gather_into_tensor`, `fused_all_gather_matmul`, ...).
-    pub op: String,
+    /// The op name (`all_gather_into_tensor`, `fused_all_gather_matmul`, ...). The op, the
+    /// group and the producer are shared among the collectives that have the same one: a
+    /// handful of values among tens of thousands of collectives.
+    pub op: Arc<str>,
     /// How the graph calls it (functional, functional autograd, c10d, fused).
     pub api: Api,
     pub transport: Transport,
     /// The process group named by the call (`group_name`), else `meta["comm_group"]`.
-    pub group: Option<String>,
+    pub group: Option<Arc<str>>,
     /// Where the collective completes: its wait nodes (through coalesced `getitem`s); for a
     /// c10d op, the user of its `Work` handle, else the `getitem` of its output.
-    pub waits: Vec<NodeId>,
+    pub waits: Box<[NodeId]>,
     pub role: Option<Role>,
     pub source: Option<Source>,
-    pub producer: Option<String>,
+    pub producer: Option<Arc<str>>,
     pub phase: Phase,
     /// Why the phase is what it is (a [`phase_rules`] name and its anchor).
     pub phase_evidence: Evidence,
@@ -447,7 +501,8 @@ pub struct CollectiveIdentity {
 pub struct MemoryEvent {
     pub node: NodeId,
     pub name: String,
-    pub comm_type: String,
+    /// Shared, as a collective's op and group are.
+    pub comm_type: Arc<str>,
     pub param_name: Option<String>,
     pub phase: Phase,
 }
@@ -677,6 +732,44 @@ impl Classification {
 
 #[cfg(test)]
 mod tests {
+    use super::{phase_rules, Detail, PHASE_RULES};
+
+    /// A detail is two words at most, renders every phase rule as its own text, and names a
+    /// position the graph does not have as `?` instead of failing.
+    #[test]
+    fn details_are_small_and_render_what_they_were_given() {
+        assert!(std::mem::size_of::<Detail>() <= 16);
+        let text = crate::synth::synthetic_dump(crate::synth::SynthSpec::with_nodes(100));
+        let graph = crate::graph::Graph::new(crate::read_dump(text.as_bytes()).expect("dump"));
+        let first = &graph.node(0).name;
+        let rendered: Vec<String> = PHASE_RULES
+            .iter()
+            .map(|rule| Detail::phase(rule, Some(0)).render(&graph))
+            .collect();
+        for (i, text) in rendered.iter().enumerate() {
+            assert!(!rendered[..i].contains(text), "{text}");
+        }
+        assert!(rendered[3].contains(first.as_str()), "{}", rendered[3]);
+        assert_eq!(
+            Detail::phase(phase_rules::GRADIENT_SEED, Some(7)).anchor(),
+            Some(7)
+        );
+        for past in [graph.len(), usize::MAX] {
+            assert_eq!(
+                Detail::single_placeholder(past).render(&graph),
+                "the input's only graph-input ancestor is ?"
+            );
+            assert_eq!(
+                Detail::comm_type(past).render(&graph),
+                "meta[\"comm_type\"] on ?"
+            );
+        }
+        assert_eq!(
+            Detail::phase(phase_rules::AFTER_FIRST_BACKWARD, Some(usize::MAX)).anchor(),
+            None
+        );
+    }
+
     #[test]
     fn quoted_text_is_debugs() {
         let mut texts: Vec<String> = (0u8..=0x7f).map(|b| char::from(b).to_string()).collect();

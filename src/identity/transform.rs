@@ -490,7 +490,10 @@ pub fn combine(kind: TransformKind, members: &[&CollectiveIdentity], graph: &Gra
             .or_else(|| {
                 differs(
                     "process group",
-                    members.iter().map(|m| m.group.clone()).collect(),
+                    members
+                        .iter()
+                        .map(|m| m.group.as_deref().map(str::to_string))
+                        .collect(),
                 )
             })
             .or_else(|| {
