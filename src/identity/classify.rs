@@ -141,7 +141,7 @@ struct FirstPass {
 
 /// Texts that repeat across collectives (op names, process groups, producers), each kept
 /// once and shared: a handful of distinct values among tens of thousands of collectives,
-/// where a copy each was a tenth of the classification's memory. The values seen last are
+/// where a copy each was a seventh of the classification's memory. The newest values are
 /// looked through first; past [`SharedTexts::KEPT`] distinct values, a new one is not kept
 /// (so an unusual graph costs a copy each, as before, not a longer search).
 #[derive(Default)]
