@@ -31,6 +31,7 @@ use crate::dump::{Node, Op};
 use crate::graph::{Graph, NodeId};
 use crate::ops::{collective_call, Api, CollectiveCall};
 use crate::value::PyValue;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -564,11 +565,16 @@ fn diag(
 
 /// The collective's process group: the group argument of the op's schema (a functional
 /// collective's `group_name`; for a c10d op, the process-group script object, named through
-/// the dump's `script_objects`), else `meta["comm_group"]`.
-pub(super) fn process_group(graph: &Graph, node: &Node, call: &CollectiveCall) -> Option<String> {
+/// the dump's `script_objects`), else `meta["comm_group"]`. Borrowed where the dump writes it
+/// as a string: classifying shares it among the collectives rather than keeping a copy.
+pub(super) fn process_group<'g>(
+    graph: &'g Graph,
+    node: &'g Node,
+    call: &CollectiveCall,
+) -> Option<Cow<'g, str>> {
     let named = match call.group_argument(node) {
-        Some(PyValue::Str(group)) => Some(group.clone()),
-        Some(PyValue::Int(group)) => Some(group.to_string()),
+        Some(PyValue::Str(group)) => Some(Cow::Borrowed(group.as_str())),
+        Some(PyValue::Int(group)) => Some(Cow::Owned(group.to_string())),
         Some(PyValue::Node(r)) => r
             .index
             .filter(|&i| i < graph.len())
@@ -588,19 +594,19 @@ pub(super) fn process_group(graph: &Graph, node: &Node, call: &CollectiveCall) -
                         !matches!(*g, "sum" | "avg" | "product" | "min" | "max" | "premul_sum")
                     })
             })
-            .map(str::to_string),
+            .map(Cow::Borrowed),
         _ => None,
     };
     named.or_else(|| {
         meta_get(node, "comm_group")
             .and_then(PyValue::as_str)
-            .map(str::to_string)
+            .map(Cow::Borrowed)
     })
 }
 
 /// The group name of the process-group script object a `get_attr` node reads, as the exporter
 /// records it in the dump's `script_objects`.
-fn script_object_group(graph: &Graph, id: NodeId) -> Option<String> {
+fn script_object_group(graph: &Graph, id: NodeId) -> Option<Cow<'_, str>> {
     let node = graph.node(id);
     if node.op != Op::GetAttr {
         return None;
@@ -611,8 +617,8 @@ fn script_object_group(graph: &Graph, id: NodeId) -> Option<String> {
         .as_ref()?
         .get(node.target.as_str())?;
     match object.get("group_name")? {
-        serde_json::Value::String(name) => Some(name.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::String(name) => Some(Cow::Borrowed(name.as_str())),
+        serde_json::Value::Number(n) => Some(Cow::Owned(n.to_string())),
         _ => None,
     }
 }
