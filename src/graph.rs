@@ -198,36 +198,45 @@ impl TargetFacts {
     }
 }
 
-/// [`TargetFacts`] of the targets seen last, by the shared string (a graph has a few dozen
-/// targets over its many nodes, and the reader gives the nodes of one target one string):
-/// splitting the target and looking its parts up in the op lists, for every node, was 2% of
-/// a `plan` run's checking thread.
-#[derive(Default)]
-struct TargetFactsCache {
+/// What a node's target alone decides (its [`TargetFacts`], the cost model's kind of op),
+/// remembered for the targets seen last by the shared string: a graph has a few dozen targets
+/// over its many nodes, and the reader gives the nodes of one target one string. Splitting the
+/// target and looking its parts up in the op lists, for every node, was 2% of a `plan` run's
+/// checking thread, and a third of the cost model's pass over the nodes.
+pub(crate) struct TargetCache<T> {
     /// Direct-mapped by the string's address; each entry holds its target, so the address
     /// cannot be reused by another string while the entry stands.
-    slots: Vec<Option<(crate::dump::Target, TargetFacts)>>,
+    slots: Vec<Option<(crate::dump::Target, T)>>,
 }
 
-impl TargetFactsCache {
-    const SLOTS: usize = 64;
+impl<T> Default for TargetCache<T> {
+    fn default() -> TargetCache<T> {
+        TargetCache { slots: Vec::new() }
+    }
+}
 
-    fn get(&mut self, target: &crate::dump::Target) -> TargetFacts {
+impl<T: Copy> TargetCache<T> {
+    pub(crate) const SLOTS: usize = 64;
+
+    /// `of(target)`, or what it gave for this same string last time.
+    pub(crate) fn get(&mut self, target: &crate::dump::Target, of: impl FnOnce(&str) -> T) -> T {
         if self.slots.is_empty() {
-            self.slots.resize(Self::SLOTS, None);
+            self.slots.resize_with(Self::SLOTS, || None);
         }
         // Allocations are at least 16-byte aligned: the low bits say nothing.
         let slot = &mut self.slots[(target.address() >> 4) % Self::SLOTS];
         match slot {
-            Some((held, facts)) if held.is(target) => *facts,
+            Some((held, value)) if held.is(target) => *value,
             _ => {
-                let facts = TargetFacts::of(target);
-                *slot = Some((target.clone(), facts));
-                facts
+                let value = of(target);
+                *slot = Some((target.clone(), value));
+                value
             }
         }
     }
 }
+
+type TargetFactsCache = TargetCache<TargetFacts>;
 
 impl GraphBuilder {
     /// For the nodes of a dump of `count` nodes, which may refer to later nodes.
@@ -285,7 +294,7 @@ impl GraphBuilder {
             self.user_count[input] += 1;
         }
         self.input_start.push(self.input_list.len());
-        let facts = node_facts(node, || self.targets.get(&node.target));
+        let facts = node_facts(node, || self.targets.get(&node.target, TargetFacts::of));
         self.facts.push(facts);
         facts
     }

@@ -343,19 +343,78 @@ fn read_and_plan_writing_wire<'a>(
 
 /// `commlens cost` as a function: the dump planned exactly as `commlens plan` plans it
 /// ([`read_and_plan_with`], tags as `mode` says), then costed on `hardware`, the graph as it
-/// is and with the plan. The report carries what the plan's tags rest on (derived from roles,
-/// or why an untagged graph planned to nothing).
+/// is and as planned ([`Costed::report`]).
 pub fn cost_report<'a>(
     input: impl Into<input::Input<'a>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
     mode: TagMode,
     hardware: cost::Hardware,
-) -> Result<cost::CostReport, PlanFailure> {
-    let planned = read_and_plan_with(input, graph, args_json, mode)?;
-    let model = cost::CostModel::new(&planned.graph, hardware, &planned.plan.group_ranks);
-    let mut report = cost::CostReport::new(&planned.graph, &planned.plan, &model);
-    report.tags = planned.derived.as_ref().map(|d| d.describe());
-    report.note = planned.note;
-    Ok(report)
+) -> Result<Costed, PlanFailure> {
+    let (planned, work) = match mode {
+        TagMode::Dump => {
+            let args = match args_json {
+                Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
+                None => None,
+            };
+            let planner: planner::Planner<Graph> =
+                input::read_prepared_without_repr(input, graph).map_err(PlanFailure::from)?;
+            let planner_args = resolve_args(planner.graph(), args.as_ref());
+            // What each node computes and moves is gathered on the second core while the
+            // plan is made (one after the other, they were a third of the run at 500k nodes).
+            let (work, plan) = parallel::join(
+                "commlens-cost",
+                || cost::GraphWork::new(planner.graph()),
+                || planner.plan(&planner_args),
+            );
+            let plan = plan.map_err(PlanFailure::Args)?;
+            let graph = planner.into_graph();
+            let note = (plan.summary.tagged_collectives == 0)
+                .then(|| untagged_note(&graph))
+                .flatten();
+            let planned = Planned {
+                graph,
+                plan,
+                derived: None,
+                note,
+                wire_records: None,
+            };
+            (planned, work)
+        }
+        TagMode::Roles => {
+            let planned = read_and_plan_with(input, graph, args_json, mode)?;
+            let work = cost::GraphWork::new(&planned.graph);
+            (planned, work)
+        }
+    };
+    let model = cost::CostModel::with_work(work, hardware, &planned.plan.group_ranks);
+    Ok(Costed {
+        tags: planned.derived.as_ref().map(|d| d.describe()),
+        note: planned.note,
+        graph: planned.graph,
+        plan: planned.plan,
+        model,
+    })
+}
+
+/// A graph, its plan and its cost model: what [`cost_report`] read and computed, from which
+/// [`Costed::report`] makes the report (whose rows name the graph's nodes).
+pub struct Costed {
+    pub graph: Graph,
+    pub plan: BucketPlan,
+    pub model: cost::CostModel,
+    /// With [`TagMode::Roles`]: the derived tags, described.
+    pub tags: Option<String>,
+    /// Why an untagged graph planned to nothing, when it did.
+    pub note: Option<String>,
+}
+
+impl Costed {
+    /// `commlens cost`'s report: the graph as it is and as planned, on the model's hardware.
+    pub fn report(&self) -> cost::CostReport<'_> {
+        let mut report = cost::CostReport::new(&self.graph, &self.plan, &self.model);
+        report.tags = self.tags.clone();
+        report.note = self.note.clone();
+        report
+    }
 }

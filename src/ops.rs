@@ -156,7 +156,12 @@ pub fn collective_call(node: &Node) -> Option<CollectiveCall<'_>> {
     if node.op != Op::CallFunction {
         return None;
     }
-    let (namespace, op, _) = split_op(&node.target)?;
+    collective_target(&node.target)
+}
+
+/// The collective a `call_function` node of `target` calls, if any: the target alone decides.
+pub fn collective_target(target: &str) -> Option<CollectiveCall<'_>> {
+    let (namespace, op, _) = split_op(target)?;
     let (api, table): (Api, &[(&str, Transport, usize)]) = match namespace {
         "_c10d_functional" | "c10d_functional" => (Api::Functional, FUNCTIONAL),
         "_c10d_functional_autograd" => (Api::FunctionalAutograd, FUNCTIONAL_AUTOGRAD),

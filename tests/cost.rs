@@ -331,7 +331,7 @@ fn snapshots() {
     ];
     let mut failures = Vec::new();
     for (name, path, gpu) in cases {
-        let report: CostReport = commlens::cost_report(
+        let costed = commlens::cost_report(
             common::read(&path),
             None,
             None,
@@ -339,6 +339,7 @@ fn snapshots() {
             Hardware::preset(gpu),
         )
         .unwrap();
+        let report: CostReport = costed.report();
         for (ext, text) in [("json", report.to_json()), ("txt", report.to_text())] {
             if let Err(e) =
                 common::check_snapshot(&format!("tests/snapshots/cost/{name}.{ext}"), &text)
@@ -353,7 +354,7 @@ fn snapshots() {
 /// The JSON form has the keys the issue fixes, in that order, and nothing else.
 #[test]
 fn json_keys_are_stable() {
-    let report = commlens::cost_report(
+    let costed = commlens::cost_report(
         common::read(&fixture("overlap.json")),
         None,
         None,
@@ -361,6 +362,7 @@ fn json_keys_are_stable() {
         Hardware::default(),
     )
     .unwrap();
+    let report = costed.report();
     let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
     let keys =
         |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
@@ -394,6 +396,34 @@ fn json_keys_are_stable() {
         Hardware::default(),
     )
     .unwrap();
+    let mlp = mlp.report();
     let json: serde_json::Value = serde_json::from_str(&mlp.to_json()).unwrap();
     assert_eq!(keys(&json["buckets"][0]), ["bucket_id", "bytes", "us"]);
+}
+
+/// The cost model reads each target once per string it is shared as: nodes whose targets are
+/// each their own string (so nothing is remembered from one to the next) get the same work
+/// as the dump read, where one string serves every node of a target.
+#[test]
+fn work_is_the_same_whether_targets_are_shared_or_not() {
+    let mut compared = 0;
+    for path in every_dump() {
+        let bytes = common::read(&path);
+        let Ok(dump) = read_dump(&bytes) else {
+            continue; // reader error fixtures
+        };
+        let mut unshared = dump.clone();
+        for node in &mut unshared.nodes {
+            node.target = commlens::dump::Target::from(node.target.as_str().to_string());
+        }
+        let shared = GraphWork::new(&Graph::new(dump));
+        assert_eq!(
+            shared,
+            GraphWork::new(&Graph::new(unshared)),
+            "{}",
+            path.display()
+        );
+        compared += 1;
+    }
+    assert!(compared > 20, "only {compared} dumps compared");
 }

@@ -264,6 +264,7 @@ fn text_reports_escape_terminal_controls() {
         commlens::cost::Hardware::default(),
     )
     .unwrap()
+    .report()
     .to_text();
     no_terminal_controls("cost", &cost);
 }

@@ -3,7 +3,7 @@
 //! [--efficiency F] [--json]`: what the graph and its plan cost on given hardware, by torch's
 //! own estimators (the library computes; this module reads the files and the options).
 
-use crate::{read_file, read_input, write_output, CliError};
+use crate::{keep_until_exit, read_file, read_input, write_output, write_output_with, CliError};
 use commlens::cost::{GpuGeneration, Hardware, Network};
 use std::process::ExitCode;
 
@@ -122,7 +122,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 
     let dump = read_input(&args.dump)?;
     let args_bytes = args.args.as_deref().map(read_file).transpose()?;
-    let report = commlens::cost_report(
+    let costed = commlens::cost_report(
         dump,
         args.choice.graph,
         args_bytes.as_deref(),
@@ -130,15 +130,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         hardware,
     )
     .map_err(|e| CliError::Failed(e.to_string()))?;
-    let text = if args.json {
+    let report = costed.report();
+    if args.json {
         // The JSON keeps its fixed form; the note goes beside it, as `commlens plan` does.
         if let Some(note) = &report.note {
             eprintln!("{note}");
         }
-        report.to_json()
+        write_output_with(None, |w| report.write_json(w))?;
     } else {
-        report.to_text()
-    };
-    write_output(None, &text)?;
+        write_output(None, &report.to_text())?;
+    }
+    keep_until_exit(report);
+    keep_until_exit(costed);
     Ok(ExitCode::SUCCESS)
 }

@@ -29,7 +29,7 @@ pub use roofline::Roofline;
 pub use simulate::{Launch, Stall, Step, StepSummary};
 
 use crate::dump::{lookup, node_index, Node, Op};
-use crate::graph::{Graph, NodeId};
+use crate::graph::{split_op, Graph, NodeId};
 use crate::ops::{Api, Transport};
 use crate::planner::BucketPlan;
 use crate::value::PyValue;
@@ -284,6 +284,33 @@ pub struct GraphWorkBuilder {
     dtypes: Dtypes,
     values: Values,
     work: GraphWork,
+    calls: crate::graph::TargetCache<CallKind>,
+}
+
+/// What the cost model makes of a `call_function` node by its target alone.
+#[derive(Clone, Copy)]
+struct CallKind {
+    /// A collective ([`crate::ops::collective_call`]).
+    collective: bool,
+    /// A functional `wait_tensor` ([`crate::ops::is_wait`]).
+    wait: bool,
+    /// `_operator.getitem`.
+    getitem: bool,
+    formula: Option<Formula>,
+}
+
+impl CallKind {
+    fn of(target: &str) -> CallKind {
+        CallKind {
+            collective: crate::ops::collective_target(target).is_some(),
+            wait: matches!(
+                split_op(target),
+                Some(("_c10d_functional" | "c10d_functional", "wait_tensor", _))
+            ),
+            getitem: target == "_operator.getitem",
+            formula: Formula::of(target),
+        }
+    }
 }
 
 impl Default for GraphWorkBuilder {
@@ -305,6 +332,7 @@ impl GraphWorkBuilder {
                 compute: Vec::with_capacity(nodes / 2),
                 ..GraphWork::default()
             },
+            calls: crate::graph::TargetCache::default(),
         }
     }
 
@@ -334,17 +362,18 @@ impl GraphWorkBuilder {
     }
 
     fn add_call(&mut self, id: NodeId, node: &Node, own: &ValInfo, view: bool) {
+        let kind = self.calls.get(&node.target, CallKind::of);
         let work = &mut self.work;
         let values = &self.values;
-        if let Some(comm) = comm_op(node) {
+        if let Some(comm) = kind.collective.then(|| comm_op(node)).flatten() {
             work.add_comm(id, node, own, &values.vals, comm);
             return;
         }
-        if crate::ops::is_wait(node) {
+        if kind.wait {
             work.add_wait(id, node);
             return;
         }
-        if node.target == "_operator.getitem" {
+        if kind.getitem {
             // An element of a coalesced collective's result, which a wait may name.
             let source = node.args.first().and_then(node_index);
             if let Some(comm) = source.and_then(|s| work.comm_at(s)) {
@@ -356,7 +385,7 @@ impl GraphWorkBuilder {
         if view {
             return;
         }
-        let formula = Formula::of(&node.target);
+        let formula = kind.formula;
         let flops = formula.map(|f| {
             f.count(&flops::Call {
                 node,
@@ -809,7 +838,7 @@ impl CostModel {
 }
 
 /// `commlens cost` as a function: the plan's graph costed on `hardware`.
-pub fn cost_report(graph: &Graph, plan: &BucketPlan, hardware: Hardware) -> CostReport {
+pub fn cost_report<'g>(graph: &'g Graph, plan: &BucketPlan, hardware: Hardware) -> CostReport<'g> {
     let model = CostModel::new(graph, hardware, &plan.group_ranks);
     CostReport::new(graph, plan, &model)
 }

@@ -4,14 +4,16 @@
 use super::{CostModel, GpuGeneration, Hardware, StepSummary};
 use crate::graph::Graph;
 use crate::planner::BucketPlan;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
-/// One collective of the graph as it is.
+/// One collective of the graph as it is. Its names are the graph's (a report at 500k nodes
+/// cloned 540k of them: a tenth of `commlens cost`'s run and 30 MB).
 #[derive(Clone, Debug, PartialEq)]
-pub struct CollectiveRow {
-    pub node: String,
-    pub op: String,
+pub struct CollectiveRow<'g> {
+    pub node: &'g str,
+    pub op: &'g str,
     /// A non-functional `c10d` op (listed, never timed).
     pub c10d: bool,
     /// `NCCL_COLL` (`all_gather`, ..., `unsupported`).
@@ -27,20 +29,20 @@ pub struct CollectiveRow {
 
 /// One compute node.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ComputeRow {
-    pub node: String,
-    pub target: String,
+pub struct ComputeRow<'g> {
+    pub node: &'g str,
+    pub target: &'g str,
     pub flops: Option<u64>,
     pub us: f64,
 }
 
 /// One planned bucket.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BucketRow {
+pub struct BucketRow<'g> {
     pub bucket_id: String,
     pub members: usize,
     /// The first member's node name.
-    pub first: String,
+    pub first: &'g str,
     pub bytes: u64,
     pub us: f64,
     pub algo: Option<&'static str>,
@@ -50,11 +52,11 @@ pub struct BucketRow {
 
 /// Everything `commlens cost` reports.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CostReport {
+pub struct CostReport<'g> {
     pub hardware: Hardware,
-    pub collectives: Vec<CollectiveRow>,
-    pub compute: Vec<ComputeRow>,
-    pub buckets: Vec<BucketRow>,
+    pub collectives: Vec<CollectiveRow<'g>>,
+    pub compute: Vec<ComputeRow<'g>>,
+    pub buckets: Vec<BucketRow<'g>>,
     pub unbucketed: StepSummary,
     pub planned: StepSummary,
     /// Collectives outside every bucket, with their planned stall.
@@ -65,47 +67,54 @@ pub struct CostReport {
     pub note: Option<String>,
 }
 
-impl CostReport {
-    pub fn new(graph: &Graph, plan: &BucketPlan, model: &CostModel) -> CostReport {
+impl<'g> CostReport<'g> {
+    pub fn new(graph: &'g Graph, plan: &BucketPlan, model: &CostModel) -> CostReport<'g> {
         let nodes = graph.nodes();
-        let name = |id: usize| nodes.get(id).map(|n| n.name.clone()).unwrap_or_default();
-        let unbucketed = model.unbucketed();
-        let planned = model.planned(plan);
-        let collectives = model
-            .work
-            .comms
-            .iter()
-            .zip(&model.timing.comms)
-            .enumerate()
-            .map(|(i, (c, t))| CollectiveRow {
-                node: name(c.node),
-                op: nodes
-                    .get(c.node)
-                    .map(|n| n.target.to_string())
-                    .unwrap_or_default(),
-                c10d: c.api == crate::ops::Api::C10d,
-                coll: c.coll.as_str(),
-                bytes: c.bytes,
-                group_size: t.group_size,
-                us: t.time.us,
-                algo: t.time.algo.map(|a| a.as_str()),
-                exposed_us: unbucketed.exposed_us.get(i).copied().unwrap_or(0.0),
-            })
-            .collect();
-        let compute = model
-            .work
-            .compute
-            .iter()
-            .map(|c| ComputeRow {
-                node: name(c.node),
-                target: nodes
-                    .get(c.node)
-                    .map(|n| n.target.to_string())
-                    .unwrap_or_default(),
-                flops: c.flops,
-                us: model.timing.node_us.get(c.node).copied().unwrap_or(0.0),
-            })
-            .collect();
+        let name = |id: usize| nodes.get(id).map_or("", |n| n.name.as_str());
+        let target = |id: usize| nodes.get(id).map_or("", |n| n.target.as_str());
+        // The graph as it is (its simulation, then a row a collective) on a second core,
+        // while this one simulates the plan and makes a row a compute node.
+        let (as_is, (planned, compute)) = crate::parallel::join(
+            "commlens-cost",
+            || {
+                let unbucketed = model.unbucketed();
+                let collectives: Vec<CollectiveRow<'g>> = model
+                    .work
+                    .comms
+                    .iter()
+                    .zip(&model.timing.comms)
+                    .enumerate()
+                    .map(|(i, (c, t))| CollectiveRow {
+                        node: name(c.node),
+                        op: target(c.node),
+                        c10d: c.api == crate::ops::Api::C10d,
+                        coll: c.coll.as_str(),
+                        bytes: c.bytes,
+                        group_size: t.group_size,
+                        us: t.time.us,
+                        algo: t.time.algo.map(|a| a.as_str()),
+                        exposed_us: unbucketed.exposed_us.get(i).copied().unwrap_or(0.0),
+                    })
+                    .collect();
+                (unbucketed.summary, collectives)
+            },
+            || {
+                let planned = model.planned(plan);
+                let compute: Vec<ComputeRow<'g>> = model
+                    .work
+                    .compute
+                    .iter()
+                    .map(|c| ComputeRow {
+                        node: name(c.node),
+                        target: target(c.node),
+                        flops: c.flops,
+                        us: model.timing.node_us.get(c.node).copied().unwrap_or(0.0),
+                    })
+                    .collect();
+                (planned, compute)
+            },
+        );
+        let (unbucketed, collectives) = as_is;
         let buckets = planned
             .buckets
             .iter()
@@ -115,11 +124,7 @@ impl CostReport {
                 Some(BucketRow {
                     bucket_id: bucket.bucket_id.text(),
                     members: bucket.members.len(),
-                    first: bucket
-                        .members
-                        .first()
-                        .map(|m| name(m.launch))
-                        .unwrap_or_default(),
+                    first: bucket.members.first().map_or("", |m| name(m.launch)),
                     bytes: b.bytes,
                     us: b.time.us,
                     algo: b.time.algo.map(|a| a.as_str()),
@@ -141,7 +146,7 @@ impl CostReport {
             collectives,
             compute,
             buckets,
-            unbucketed: unbucketed.summary,
+            unbucketed,
             planned: planned.step.summary,
             planned_unbucketed_exposed,
             tags: None,
@@ -151,52 +156,22 @@ impl CostReport {
 
     /// The stable JSON form, pretty-printed, with a final newline.
     pub fn to_json(&self) -> String {
-        let collectives: Vec<Value> = self
-            .collectives
-            .iter()
-            .map(|c| {
-                json!({
-                    "node": c.node,
-                    "coll": c.coll,
-                    "bytes": int(c.bytes),
-                    "group_size": c.group_size,
-                    "us": c.us,
-                    "algo": c.algo,
-                })
-            })
-            .collect();
-        let compute: Vec<Value> = self
-            .compute
-            .iter()
-            .map(|c| {
-                json!({
-                    "node": c.node,
-                    "target": c.target,
-                    "flops": c.flops.map(int),
-                    "us": c.us,
-                })
-            })
-            .collect();
-        let buckets: Vec<Value> = self
-            .buckets
-            .iter()
-            .map(|b| json!({"bucket_id": b.bucket_id, "bytes": int(b.bytes), "us": b.us}))
-            .collect();
-        let value = json!({
-            "format": "commlens.cost",
-            "version": 1,
-            "hardware": hardware_json(&self.hardware),
-            "collectives": collectives,
-            "compute": compute,
-            "buckets": buckets,
-            "summary": {
-                "unbucketed": summary_json(&self.unbucketed),
-                "planned": summary_json(&self.planned),
-            },
-        });
-        let mut text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".into());
-        text.push('\n');
-        text
+        let mut text = Vec::new();
+        // Writing to memory fails only where memory does.
+        let _ = self.write_json(&mut text);
+        String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// [`CostReport::to_json`] written to `w` as it is made: serde_json's own pretty printer
+    /// over the rows, which were made into a `Value` each before (at 500k nodes, 680 MB and
+    /// four times the dump's size for a 45 MB text).
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
+        let mut serializer =
+            serde_json::Serializer::with_formatter(&mut w, serde_json::ser::PrettyFormatter::new());
+        CostJson(self).serialize(&mut serializer)?;
+        std::io::Write::write_all(&mut w, b"\n")?;
+        std::io::Write::flush(&mut w)
     }
 
     /// The summary, the hardware, and the ten most exposed collectives or buckets of each
@@ -336,7 +311,7 @@ impl CostReport {
             .collect();
         for &(c, exposed) in &self.planned_unbucketed_exposed {
             if let Some(row) = self.collectives.get(c).filter(|_| exposed > 0.0) {
-                planned.push((row.node.clone(), row.bytes, row.us, row.algo, exposed));
+                planned.push((row.node.to_string(), row.bytes, row.us, row.algo, exposed));
             }
         }
         planned.sort_by(|a, b| b.4.total_cmp(&a.4));
@@ -363,18 +338,101 @@ impl CostReport {
     }
 }
 
-/// A byte or FLOP count as a JSON integer (saturating at `u64::MAX`, beyond any real graph).
-fn int(n: u64) -> Value {
-    Value::from(n)
+/// The JSON form's object (`"format": "commlens.cost"`, version 1): its keys, in order, are
+/// the ones below; serialized field by field, so no row is held as a `Value`.
+struct CostJson<'r, 'g>(&'r CostReport<'g>);
+
+impl Serialize for CostJson<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        let mut o = serializer.serialize_struct("CostReport", 7)?;
+        o.serialize_field("format", "commlens.cost")?;
+        o.serialize_field("version", &1)?;
+        o.serialize_field("hardware", &hardware_json(&report.hardware))?;
+        o.serialize_field("collectives", &Rows(&report.collectives))?;
+        o.serialize_field("compute", &Rows(&report.compute))?;
+        o.serialize_field("buckets", &Rows(&report.buckets))?;
+        o.serialize_field("summary", &SummariesJson(report))?;
+        o.end()
+    }
 }
 
-fn summary_json(s: &StepSummary) -> Value {
-    json!({
-        "step_us": s.step_us,
-        "compute_us": s.compute_us,
-        "comm_us": s.comm_us,
-        "exposed_comm_us": s.exposed_comm_us,
-    })
+/// A slice of rows as a JSON array, each row as its entry in the JSON form.
+struct Rows<'r, T>(&'r [T]);
+
+impl<T> Serialize for Rows<'_, T>
+where
+    for<'t> RowJson<'t, T>: Serialize,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(RowJson))
+    }
+}
+
+/// One row as the JSON form writes it.
+struct RowJson<'t, T>(&'t T);
+
+impl Serialize for RowJson<'_, CollectiveRow<'_>> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut o = serializer.serialize_struct("CollectiveRow", 6)?;
+        o.serialize_field("node", c.node)?;
+        o.serialize_field("coll", c.coll)?;
+        o.serialize_field("bytes", &c.bytes)?;
+        o.serialize_field("group_size", &c.group_size)?;
+        o.serialize_field("us", &c.us)?;
+        o.serialize_field("algo", &c.algo)?;
+        o.end()
+    }
+}
+
+impl Serialize for RowJson<'_, ComputeRow<'_>> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut o = serializer.serialize_struct("ComputeRow", 4)?;
+        o.serialize_field("node", c.node)?;
+        o.serialize_field("target", c.target)?;
+        o.serialize_field("flops", &c.flops)?;
+        o.serialize_field("us", &c.us)?;
+        o.end()
+    }
+}
+
+impl Serialize for RowJson<'_, BucketRow<'_>> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let b = self.0;
+        let mut o = serializer.serialize_struct("BucketRow", 3)?;
+        o.serialize_field("bucket_id", &b.bucket_id)?;
+        o.serialize_field("bytes", &b.bytes)?;
+        o.serialize_field("us", &b.us)?;
+        o.end()
+    }
+}
+
+/// The `summary` entry: the graph as it is and as planned.
+struct SummariesJson<'r, 'g>(&'r CostReport<'g>);
+
+impl Serialize for SummariesJson<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut o = serializer.serialize_struct("Summaries", 2)?;
+        o.serialize_field("unbucketed", &SummaryJson(&self.0.unbucketed))?;
+        o.serialize_field("planned", &SummaryJson(&self.0.planned))?;
+        o.end()
+    }
+}
+
+struct SummaryJson<'s>(&'s StepSummary);
+
+impl Serialize for SummaryJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let s = self.0;
+        let mut o = serializer.serialize_struct("StepSummary", 4)?;
+        o.serialize_field("step_us", &s.step_us)?;
+        o.serialize_field("compute_us", &s.compute_us)?;
+        o.serialize_field("comm_us", &s.comm_us)?;
+        o.serialize_field("exposed_comm_us", &s.exposed_comm_us)?;
+        o.end()
+    }
 }
 
 /// The hardware as the JSON reports it: enough to reproduce the numbers with the CLI's

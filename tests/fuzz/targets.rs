@@ -317,7 +317,8 @@ pub fn cost(data: &[u8]) {
         TagMode::Dump,
         commlens::cost::Hardware::default(),
     ) {
-        Ok(report) => {
+        Ok(costed) => {
+            let report = costed.report();
             text_ok("cost", &report.to_text());
             let _ = report.to_json();
         }
