@@ -75,6 +75,24 @@ pub struct Node {
     pub repr: Option<NodeRepr>,
 }
 
+impl Node {
+    /// Asks for the node itself to be brought into cache ([`crate::hashing::prefetch`]).
+    pub(crate) fn prefetch(&self) {
+        let at: *const Node = self;
+        let lines = std::mem::size_of::<Node>().div_ceil(64);
+        for line in 0..lines {
+            crate::hashing::prefetch(at.cast::<u8>().wrapping_add(line * 64));
+        }
+    }
+
+    /// Asks for what the node points to first (its arguments and its decoded metadata) to
+    /// be brought into cache; worth it once the node itself is there.
+    pub(crate) fn prefetch_parts(&self) {
+        crate::hashing::prefetch(self.args.as_ptr());
+        self.meta.prefetch_entries();
+    }
+}
+
 /// A node's target name. A graph has a few dozen distinct targets over its many nodes, so the
 /// reader shares one string among the nodes of each (16 bytes a node, no allocation) instead
 /// of a `String` apiece. Reads as a `str`.

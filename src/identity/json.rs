@@ -70,6 +70,25 @@ fn push_collective(out: &mut String, depth: usize, graph: &Graph, c: &Collective
     o.close();
 }
 
+/// Asks for the names that printing the collectives a few entries after `at` reads to be
+/// brought into cache: its own and its waits'. A wait's name is two reads away (the node,
+/// then its text), each a miss once the read is over: the node is asked for further ahead.
+fn prefetch_names(graph: &Graph, collectives: &[CollectiveIdentity], at: usize) {
+    use crate::hashing::prefetch;
+    const AHEAD: usize = 8;
+    if let Some(c) = collectives.get(at + 2 * AHEAD) {
+        for &wait in c.waits.iter() {
+            prefetch(&graph.node(wait).name);
+        }
+    }
+    if let Some(c) = collectives.get(at + AHEAD) {
+        prefetch(c.name.as_ptr());
+        for &wait in c.waits.iter() {
+            prefetch(graph.node(wait).name.as_ptr());
+        }
+    }
+}
+
 /// One entry of `roles --json`'s `memory_events`, as [`push_collective`] writes one.
 fn push_memory_event(out: &mut String, depth: usize, e: &MemoryEvent) {
     let mut o = PrettyObject::open(out, depth);
@@ -680,6 +699,7 @@ fn roles_classification_fields<'a>(
             Field::Indexed(
                 c.collectives.len(),
                 Box::new(Printed(|i, out: &mut String, depth| {
+                    prefetch_names(graph, &c.collectives, i);
                     push_collective(out, depth, graph, &c.collectives[i])
                 })),
             ),

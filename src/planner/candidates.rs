@@ -299,6 +299,11 @@ impl Preparer {
         let _ = self.facts.try_reserve(count);
     }
 
+    /// Whether [`Preparer::visit`] reads a node with these facts (other nodes it only counts).
+    pub(crate) fn reads(facts: &NodeFacts) -> bool {
+        CollectiveKind::from_tag(facts.tag).is_some() || facts.tag == CommTag::ReshardFree
+    }
+
     /// Takes what node `id` says of itself; nodes come in graph order.
     pub(crate) fn visit(&mut self, id: NodeId, node: &Node, facts: NodeFacts) {
         self.visited += 1;

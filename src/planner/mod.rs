@@ -656,8 +656,27 @@ impl<G: Borrow<Graph>> Planner<G> {
             .filter(|facts| CollectiveKind::from_tag(facts.tag).is_some())
             .count();
         preparer.expect_collectives(tagged);
-        for (id, (node, facts)) in view.nodes().iter().zip(view.all_facts()).enumerate() {
-            preparer.visit(id, node, *facts);
+        // Only the nodes the preparer reads are visited, each brought into cache a few
+        // visits ahead (and then what it points to): after the read the nodes are out of
+        // cache, and a visit otherwise waits for memory at each step of the chain.
+        let nodes = view.nodes();
+        let wanted: Vec<u32> = view
+            .all_facts()
+            .iter()
+            .enumerate()
+            .filter(|(_, facts)| candidates::Preparer::reads(facts))
+            .map(|(id, _)| id as u32)
+            .collect();
+        const AHEAD: usize = 12;
+        for (k, &id) in wanted.iter().enumerate() {
+            if let Some(&far) = wanted.get(k + AHEAD) {
+                nodes[far as usize].prefetch();
+            }
+            if let Some(&near) = wanted.get(k + AHEAD / 2) {
+                nodes[near as usize].prefetch_parts();
+            }
+            let id = id as usize;
+            preparer.visit(id, &nodes[id], view.all_facts()[id]);
         }
         Planner::prepared(graph, preparer)
     }
