@@ -142,9 +142,53 @@ pub fn write_in_pieces(
     w.flush()
 }
 
+/// [`write_in_pieces`] with each piece made [`terminal_safe`] as it is written. The escapes
+/// go character by character and every piece is whole text, so what is written is the whole
+/// text made safe.
+pub fn write_terminal_safe_in_pieces(
+    w: &mut dyn std::io::Write,
+    fill: impl FnOnce(&mut String, &mut dyn FnMut(&mut String)),
+) -> std::io::Result<()> {
+    write_in_pieces(&mut TerminalSafeWriter(w), fill)
+}
+
+/// Writes what it is given [`terminal_safe`]; [`write_in_pieces`] gives it whole strings.
+struct TerminalSafeWriter<'w>(&'w mut dyn std::io::Write);
+
+impl std::io::Write for TerminalSafeWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        // Always text from `write_in_pieces`; anything else is read as text first.
+        let text = String::from_utf8_lossy(bytes);
+        self.0.write_all(terminal_safe(&text).as_bytes())?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_written_safe_make_the_whole_text_safe() {
+        let lines = ["plain\n", "bell \u{7} and \u{1b}[2J\n", "é\u{9b}\t\n"];
+        let whole: String = lines.iter().copied().collect::<String>().repeat(5000);
+        let mut written = Vec::new();
+        write_terminal_safe_in_pieces(&mut written, |out, flush| {
+            for _ in 0..5000 {
+                for line in lines {
+                    out.push_str(line);
+                    flush(out);
+                }
+            }
+        })
+        .unwrap();
+        assert!(whole.len() > 1 << 17, "more than one piece");
+        assert_eq!(String::from_utf8(written).unwrap(), terminal_safe(&whole));
+    }
 
     #[test]
     fn controls_are_escaped_newlines_kept() {

@@ -1,10 +1,7 @@
 //! `commlens roles DUMP [--graph K] [--json]`: the semantic identity of every collective, where it came
 //! from, the diagnostics and the coverage (`semantic-identity.md`).
 
-use crate::{
-    keep_until_exit, print_notes, read_input, write_output, write_output_with, CliError,
-    GraphChoice,
-};
+use crate::{keep_until_exit, print_notes, read_input, write_output_with, CliError, GraphChoice};
 use commlens::identity::json::RolesReport;
 use std::process::ExitCode;
 
@@ -34,8 +31,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         })?;
         keep_until_exit(report);
     } else {
-        let report = RolesReport::new(graph);
-        write_output(None, &report.to_text())?;
+        // Written as it is made, as the JSON is.
+        let mut report = None;
+        write_output_with(None, |w| {
+            report = Some(RolesReport::new_writing_text(graph, w)?);
+            Ok(())
+        })?;
         keep_until_exit(report);
     }
     Ok(ExitCode::SUCCESS)

@@ -894,100 +894,191 @@ impl RolesReport {
 
     fn text_unescaped(&self) -> String {
         let mut out = String::new();
-        let g = &self.graph;
-        let rows: Vec<[String; 7]> = self
-            .classification
-            .collectives
-            .iter()
-            .map(|c| {
-                [
-                    c.name.clone(),
-                    c.transport.as_str().to_string(),
-                    c.group.as_deref().unwrap_or("-").to_string(),
-                    c.role
-                        .as_ref()
-                        .map(|r| r.as_str().to_string())
-                        .unwrap_or_else(|| "unclassified".into()),
-                    c.source.map(|s| s.as_str()).unwrap_or("-").to_string(),
-                    format!(
-                        "{}{}",
-                        c.phase.as_str(),
-                        if c.recomputed { " (recomputed)" } else { "" }
-                    ),
-                    match &c.evidence {
-                        Some(e) => format!("{}: {}", e.rule, e.detail_text(g)),
-                        None => "-".into(),
-                    },
-                ]
-            })
-            .collect();
-        let header = [
-            "node",
-            "transport",
-            "group",
-            "role",
-            "source",
-            "phase",
-            "evidence",
-        ];
-        let mut widths = header.map(str::len);
-        for row in &rows {
-            for (w, cell) in widths.iter_mut().zip(row.iter()).take(6) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
-        let line = |cells: [&str; 7], out: &mut String| {
-            for (i, cell) in cells.iter().enumerate() {
-                if i < 6 {
-                    crate::text::push_padded(out, cell, widths[i]);
-                    out.push_str("  ");
-                } else {
-                    out.push_str(cell);
-                }
-            }
-            out.push('\n');
-        };
-        line(header, &mut out);
-        for row in &rows {
-            line(
-                [
-                    &row[0], &row[1], &row[2], &row[3], &row[4], &row[5], &row[6],
-                ],
-                &mut out,
-            );
-        }
-        for b in &self.buckets {
-            if b.members.len() > 1 {
-                out.push_str(&format!(
-                    "planner bucket {}: {} [{}]\n",
-                    b.bucket_id,
-                    b.role.as_ref().map(|r| r.as_str()).unwrap_or("no role"),
-                    b.members
-                        .iter()
-                        .map(|&id| g.node(id).name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        }
-        let diags: Vec<&Diagnostic> = self
-            .classification
-            .diagnostics
-            .iter()
-            .chain(&self.bucket_diagnostics)
-            .collect();
-        out.push_str(&format!("\n{} diagnostic(s)\n", diags.len()));
-        for d in diags {
-            out.push_str(&format!(
-                "  {}: {}\n      evidence: {}\n",
-                d.code.as_str(),
-                d.message,
-                d.evidence
-            ));
-        }
-        out.push_str(&coverage_text(&self.classification.coverage));
+        push_collective_table(&self.graph, &self.classification, &mut out, &mut |_| {});
+        push_text_tail(self, &mut out);
         out
     }
+
+    /// [`RolesReport::new`] and [`RolesReport::to_text`] at once, as
+    /// [`RolesReport::new_writing_json`] does for the JSON: the table of collectives (most of
+    /// the text, which needs only the classification) is written to `w` while the plan is
+    /// made on a second thread, then the buckets, diagnostics and coverage. Each piece is
+    /// made terminal-safe as it is written, which makes the same text as the whole made safe.
+    pub fn new_writing_text(
+        graph: Graph,
+        w: &mut dyn std::io::Write,
+    ) -> std::io::Result<RolesReport> {
+        let args = crate::resolve_args(&graph, None);
+        let classified = std::sync::OnceLock::new();
+        let classification = || classified.get_or_init(|| classify(&graph));
+        let (buckets, written) = crate::parallel::join(
+            "commlens-plan",
+            || {
+                let plan = crate::planner::plan(&graph, &args).ok()?;
+                Some(bucket_identities_on_this_thread(
+                    &graph,
+                    classification(),
+                    &plan,
+                ))
+            },
+            || {
+                let classification = classification();
+                crate::text::write_terminal_safe_in_pieces(w, |out, flush| {
+                    push_collective_table(&graph, classification, out, flush);
+                })
+            },
+        );
+        written?;
+        let (buckets, bucket_diagnostics) = buckets.unwrap_or_default();
+        let classification = match classified.into_inner() {
+            Some(classification) => classification,
+            // Not reached: the writing asked for it.
+            None => classify(&graph),
+        };
+        let report = RolesReport {
+            graph,
+            classification,
+            buckets,
+            bucket_diagnostics,
+        };
+        crate::text::write_terminal_safe_in_pieces(w, |out, _| push_text_tail(&report, out))?;
+        Ok(report)
+    }
+}
+
+/// A collective's line in the text table: its cells, borrowed from the classification (the
+/// evidence is rendered as its line is written).
+struct TextRow<'a> {
+    node: &'a str,
+    transport: &'static str,
+    group: &'a str,
+    role: &'a str,
+    source: &'static str,
+    phase: &'static str,
+    recomputed: bool,
+    evidence: Option<&'a super::Evidence>,
+}
+
+impl TextRow<'_> {
+    const RECOMPUTED: &'static str = " (recomputed)";
+
+    fn phase_width(&self) -> usize {
+        self.phase.len()
+            + if self.recomputed {
+                Self::RECOMPUTED.len()
+            } else {
+                0
+            }
+    }
+}
+
+/// The text form's table of collectives (a header, then a line each, the first six columns
+/// padded to their widest cell), handing `out` to `flush` after each line.
+fn push_collective_table(
+    graph: &Graph,
+    c: &Classification,
+    out: &mut String,
+    flush: &mut dyn FnMut(&mut String),
+) {
+    let rows: Vec<TextRow<'_>> = c
+        .collectives
+        .iter()
+        .map(|c| TextRow {
+            node: &c.name,
+            transport: c.transport.as_str(),
+            group: c.group.as_deref().unwrap_or("-"),
+            role: c.role.as_ref().map_or("unclassified", |r| r.as_str()),
+            source: c.source.map_or("-", |s| s.as_str()),
+            phase: c.phase.as_str(),
+            recomputed: c.recomputed,
+            evidence: c.evidence.as_ref(),
+        })
+        .collect();
+    let header = [
+        "node",
+        "transport",
+        "group",
+        "role",
+        "source",
+        "phase",
+        "evidence",
+    ];
+    let mut widths = [0; 6];
+    for (w, h) in widths.iter_mut().zip(header) {
+        *w = h.len();
+    }
+    for row in &rows {
+        let cells = [row.node, row.transport, row.group, row.role, row.source];
+        for (w, cell) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(cell.chars().count());
+        }
+        widths[5] = widths[5].max(row.phase_width());
+    }
+    for (i, cell) in header.iter().enumerate().take(6) {
+        crate::text::push_padded(out, cell, widths[i]);
+        out.push_str("  ");
+    }
+    out.push_str(header[6]);
+    out.push('\n');
+    for row in &rows {
+        let cells = [row.node, row.transport, row.group, row.role, row.source];
+        for (cell, &width) in cells.into_iter().zip(&widths) {
+            crate::text::push_padded(out, cell, width);
+            out.push_str("  ");
+        }
+        out.push_str(row.phase);
+        if row.recomputed {
+            out.push_str(TextRow::RECOMPUTED);
+        }
+        out.extend(std::iter::repeat_n(' ', widths[5] - row.phase_width()));
+        out.push_str("  ");
+        match row.evidence {
+            Some(e) => {
+                out.push_str(e.rule);
+                out.push_str(": ");
+                e.detail.render_into(graph, out);
+            }
+            None => out.push('-'),
+        }
+        out.push('\n');
+        flush(out);
+    }
+}
+
+/// The text form after the table: the planner's buckets of more than one collective, the
+/// diagnostics and the coverage.
+fn push_text_tail(report: &RolesReport, out: &mut String) {
+    let g = &report.graph;
+    for b in &report.buckets {
+        if b.members.len() > 1 {
+            out.push_str(&format!(
+                "planner bucket {}: {} [{}]\n",
+                b.bucket_id,
+                b.role.as_ref().map(|r| r.as_str()).unwrap_or("no role"),
+                b.members
+                    .iter()
+                    .map(|&id| g.node(id).name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    let diags: Vec<&Diagnostic> = report
+        .classification
+        .diagnostics
+        .iter()
+        .chain(&report.bucket_diagnostics)
+        .collect();
+    out.push_str(&format!("\n{} diagnostic(s)\n", diags.len()));
+    for d in diags {
+        out.push_str(&format!(
+            "  {}: {}\n      evidence: {}\n",
+            d.code.as_str(),
+            d.message,
+            d.evidence
+        ));
+    }
+    out.push_str(&coverage_text(&report.classification.coverage));
 }
 
 fn coverage_text(c: &Coverage) -> String {
@@ -1305,6 +1396,35 @@ mod tests {
             collectives > 50 && events > 0 && buckets > 0,
             "{collectives} collectives, {events} memory events, {buckets} buckets"
         );
+    }
+
+    /// The text written while planning, a piece at a time, is `to_text`'s, terminal-safe
+    /// escapes included (a collective named with ESC and a screen-clearing sequence).
+    #[test]
+    fn streamed_roles_text_equals_the_whole_text() {
+        let mlp = include_str!("../../examples/mlp_fsdp.json");
+        let hostile = mlp.replace(
+            "\"all_gather_into_tensor_1\"",
+            "\"all_gather_into_tensor_1\\u001b[2J\"",
+        );
+        assert_ne!(hostile, mlp);
+        for text in [
+            synthetic_dump(SynthSpec::with_nodes(3000)),
+            mlp.to_string(),
+            hostile,
+        ] {
+            let report = RolesReport::new(Graph::new(read_dump(text.as_bytes()).unwrap()));
+            let whole = report.to_text();
+            let mut written = Vec::new();
+            let graph = Graph::new(read_dump(text.as_bytes()).unwrap());
+            let made = RolesReport::new_writing_text(graph, &mut written).unwrap();
+            assert_eq!(String::from_utf8(written).unwrap(), whole);
+            assert_eq!(made.to_text(), whole);
+            assert!(!whole.contains('\u{1b}'));
+            if text.contains("\\u001b") {
+                assert!(whole.contains("all_gather_into_tensor_1\\u{1b}[2J"));
+            }
+        }
     }
 
     /// The report written a piece at a time equals the whole value printed.

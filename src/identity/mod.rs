@@ -357,37 +357,55 @@ impl Detail {
 
     /// The text, rendered against the graph that was classified.
     pub fn render(&self, graph: &Graph) -> String {
-        match &self.0 {
-            DetailRepr::Text(text) => String::clone(text),
+        let mut text = String::new();
+        self.render_into(graph, &mut text);
+        text
+    }
+
+    /// [`Detail::render`] appended to `out`.
+    pub fn render_into(&self, graph: &Graph, out: &mut String) {
+        use std::fmt::Write;
+        // Writing to a `String` cannot fail.
+        let _ = match &self.0 {
+            DetailRepr::Text(text) => {
+                out.push_str(text);
+                Ok(())
+            }
             DetailRepr::CommType(id) => {
                 let Some(node) = id.node(graph) else {
-                    return "meta[\"comm_type\"] on ?".into();
+                    out.push_str("meta[\"comm_type\"] on ?");
+                    return;
                 };
                 let tag = classify::meta_get(node, "comm_type")
                     .and_then(crate::value::PyValue::as_str)
                     .unwrap_or_default();
                 // The most common detail (one a tagged collective): built without `format!`.
-                let mut text = String::with_capacity(32 + tag.len() + node.name.len());
-                text.push_str("meta[\"comm_type\"] = ");
-                push_debug_quoted(&mut text, tag);
-                text.push_str(" on ");
-                text.push_str(&node.name);
-                text
+                out.push_str("meta[\"comm_type\"] = ");
+                push_debug_quoted(out, tag);
+                out.push_str(" on ");
+                out.push_str(&node.name);
+                Ok(())
             }
             DetailRepr::Payload {
                 location,
                 holder,
                 moved,
-            } => format!(
+            } => write!(
+                out,
                 "{} on {}{}",
                 location.path(),
                 holder.name(graph),
                 if *moved { " (moved to the start)" } else { "" }
             ),
             DetailRepr::SinglePlaceholder(p) => {
-                format!("the input's only graph-input ancestor is {}", p.name(graph))
+                write!(
+                    out,
+                    "the input's only graph-input ancestor is {}",
+                    p.name(graph)
+                )
             }
-            DetailRepr::UnaryClosedWait(wait) => format!(
+            DetailRepr::UnaryClosedWait(wait) => write!(
+                out,
                 "{} has users, and every node reached from it (the output aside) has a single \
                  input",
                 wait.name(graph)
@@ -399,28 +417,33 @@ impl Detail {
                     .copied()
                     .unwrap_or_default()
                 {
-                    phase_rules::COMM_TYPE => "the comm_type tag names the phase".into(),
-                    phase_rules::AUTOGRAD_BACKWARD => "meta[\"autograd_backward\"] is set".into(),
-                    phase_rules::BACKWARD_INPUT => "depends on a backward input (a tangents \
-                                                    placeholder or one tagged partitioner_tag \
-                                                    is_backward)"
-                        .into(),
-                    phase_rules::AFTER_FIRST_BACKWARD => format!(
+                    phase_rules::COMM_TYPE => out.write_str("the comm_type tag names the phase"),
+                    phase_rules::AUTOGRAD_BACKWARD => {
+                        out.write_str("meta[\"autograd_backward\"] is set")
+                    }
+                    phase_rules::BACKWARD_INPUT => out.write_str(
+                        "depends on a backward input (a tangents placeholder or one tagged \
+                         partitioner_tag is_backward)",
+                    ),
+                    phase_rules::AFTER_FIRST_BACKWARD => write!(
+                        out,
                         "stands after {}, the first node flagged autograd_backward",
                         name(anchor)
                     ),
-                    phase_rules::GRADIENT_SEED => format!(
+                    phase_rules::GRADIENT_SEED => write!(
+                        out,
                         "no autograd metadata in the graph; stands after the gradient seed {} \
                          (ones_like of the scalar loss), so it runs in the backward pass",
                         name(anchor)
                     ),
-                    _ => "nothing marks it as backward".into(),
+                    _ => out.write_str("nothing marks it as backward"),
                 }
             }
             DetailRepr::GroupTransitivity {
                 collective,
                 all_gather,
-            } => format!(
+            } => write!(
+                out,
                 "process group {:?} also carries {}, an all-gather with a structural FSDP \
                  verdict",
                 collective
@@ -432,7 +455,7 @@ impl Detail {
                     .unwrap_or_default(),
                 all_gather.name(graph)
             ),
-        }
+        };
     }
 }
 
