@@ -481,3 +481,59 @@ fn a_side_assembled_by_hand_never_panics() {
     let diff = PlanDiff::new(side_from_report(&case("mlp_capacity")), side);
     assert!(!diff.to_json().is_empty() && !diff.to_text().is_empty());
 }
+
+/// `commlens diff` reads a dump in a file as it streams once its first keys say it is one:
+/// every conformance dump starts as a dump (plain and gzipped), no report or failed plan
+/// does, and the side read from the file equals the side read from its bytes.
+#[test]
+fn dumps_are_told_by_their_start_and_read_as_they_stream() {
+    use commlens::diff::{read_dump_side, starts_as_dump};
+    let mut read = 0;
+    for entry in std::fs::read_dir(cases()).unwrap() {
+        let case = entry.unwrap().path();
+        let dump = common::read(&case.join("dump.json"));
+        let mut gz = Vec::new();
+        {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::fast());
+            e.write_all(&dump).unwrap();
+            e.finish().unwrap();
+        }
+        assert!(
+            starts_as_dump(&dump[..dump.len().min(1 << 20)]),
+            "{}",
+            case.display()
+        );
+        // (A case whose dump is gzip already is gzip twice here: not a dump's start.)
+        assert_eq!(
+            starts_as_dump(&gz),
+            !dump.starts_with(&[0x1f, 0x8b]),
+            "{}",
+            case.display()
+        );
+        assert!(
+            !starts_as_dump(&common::read(&case.join("plan.json"))),
+            "{}",
+            case.display()
+        );
+        let args = common::read(&case.join("args.json"));
+        let file = std::fs::File::open(case.join("dump.json")).unwrap();
+        let input = commlens::input::Input::file(file).unwrap();
+        // Errors too (the cases whose arguments the planner rejects): the same message.
+        let streamed = read_dump_side(input, None, Some(&args), commlens::TagMode::Dump)
+            .map_err(|e| e.to_string());
+        let whole = read_side(&dump, Some(&args)).map_err(|e| e.to_string());
+        assert_eq!(streamed, whole, "{}", case.display());
+        read += 1;
+    }
+    assert!(read >= 72, "{read} cases");
+    for text in [
+        "",
+        "not json",
+        "[1, 2]",
+        "{\"error\": \"ValueError\"}",
+        "{\"buckets\": []}",
+    ] {
+        assert!(!starts_as_dump(text.as_bytes()), "{text:?}");
+    }
+}

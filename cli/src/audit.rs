@@ -32,7 +32,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let before_input = read_input(&args.before)?;
     let after_input = read_input(&args.after)?;
     let read = |path: &str, input: commlens::input::Input, graph: Option<usize>| {
-        let graph = commlens::input::read_graph(input, graph)
+        let graph = commlens::input::read_graph_without_repr(input, graph)
             .map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
         print_notes(path, &graph.dump.warnings);
         Ok::<_, CliError>(graph)

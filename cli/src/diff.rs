@@ -4,7 +4,7 @@
 //! with its arguments) or a plan report; the library tells them apart by content.
 
 use crate::{read_file, write_output, CliError};
-use commlens::diff::{read_side_with, PlanDiff, PlanSide};
+use commlens::diff::{read_dump_side, read_side_with, starts_as_dump, PlanDiff, PlanSide};
 use commlens::TagMode;
 use std::process::ExitCode;
 
@@ -41,17 +41,35 @@ pub struct Args {
     json: bool,
 }
 
-/// Reads one side; errors name the file.
+/// One side of the diff; errors name the file. A dump in a regular file is read as it streams, as `commlens plan`
+/// reads one (its start tells a dump from a plan report); a report, and anything that is not
+/// a regular file, is read whole.
 fn side(
     path: &str,
     graph: Option<usize>,
     args: Option<&str>,
     tags: TagMode,
 ) -> Result<PlanSide, CliError> {
-    let bytes = read_file(path)?;
+    use std::io::{Read, Seek};
+    let failed = |e: std::io::Error| CliError::Failed(format!("cannot read {path}: {e}"));
+    let mut file = std::fs::File::open(path).map_err(failed)?;
+    let streamed = file.metadata().map_err(failed)?.is_file() && {
+        let mut prefix = Vec::new();
+        (&file)
+            .take(1 << 20)
+            .read_to_end(&mut prefix)
+            .map_err(failed)?;
+        file.rewind().map_err(failed)?;
+        starts_as_dump(&prefix)
+    };
     let args_bytes = args.map(read_file).transpose()?;
-    read_side_with(&bytes, graph, args_bytes.as_deref(), tags)
-        .map_err(|e| CliError::Failed(format!("{path}: {e}")))
+    let side = if streamed {
+        let input = commlens::input::Input::file(file).map_err(failed)?;
+        read_dump_side(input, graph, args_bytes.as_deref(), tags)
+    } else {
+        read_side_with(&read_file(path)?, graph, args_bytes.as_deref(), tags)
+    };
+    side.map_err(|e| CliError::Failed(format!("{path}: {e}")))
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {

@@ -16,7 +16,9 @@
 mod read;
 mod render;
 
-pub use read::{is_plan_document, read_side, read_side_with, SideError};
+pub use read::{
+    is_plan_document, read_dump_side, read_side, read_side_with, starts_as_dump, SideError,
+};
 pub use render::{DIFF_FORMAT, DIFF_VERSION};
 
 use crate::hashing::FastMap;

@@ -66,12 +66,29 @@ pub fn read_side_with(
             None => PlanSide::from_report_json(bytes).map_err(SideError::Report),
         },
         Sniffed::FailedPlan => Err(SideError::FailedPlan(failed_plan_message(bytes))),
-        Sniffed::Other => {
-            let planned = crate::read_and_plan_with(bytes, graph, args_json, tags)
-                .map_err(SideError::Dump)?;
-            Ok(PlanSide::from_plan(&planned.plan, &planned.graph))
-        }
+        Sniffed::Other => read_dump_side(bytes, graph, args_json, tags),
     }
+}
+
+/// Whether the start of a document (its first megabyte, say; gzip or not) shows a graph
+/// dump by its keys: `"format"` or `"nodes"` before any of a plan report's. Such a document
+/// can be read as it streams ([`read_dump_side`]), never held whole, as the other commands
+/// read a dump; anything else goes to [`read_side_with`] whole.
+pub fn starts_as_dump(prefix: &[u8]) -> bool {
+    sniff_keys(prefix) == Some(Sniffed::Other)
+}
+
+/// The side of a graph dump (or a trace log's graph): read, planned with `args_json` (or the
+/// dump's own arguments) and its tags taken as `tags` says.
+pub fn read_dump_side<'a>(
+    input: impl Into<crate::input::Input<'a>>,
+    graph: Option<usize>,
+    args_json: Option<&[u8]>,
+    tags: TagMode,
+) -> Result<PlanSide, SideError> {
+    let planned =
+        crate::read_and_plan_with(input, graph, args_json, tags).map_err(SideError::Dump)?;
+    Ok(PlanSide::from_plan(&planned.plan, &planned.graph))
 }
 
 /// Whether `bytes` are a plan document (a plan report, or the record of a failed plan) rather
@@ -263,6 +280,7 @@ impl<'de, T: Vocabulary> Deserialize<'de> for Named<T> {
 
 // ---- telling inputs apart ----
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sniffed {
     Report,
     FailedPlan,
@@ -275,6 +293,11 @@ enum Sniffed {
 /// large dump is not parsed twice. Anything undecided (not JSON, no deciding key) goes the
 /// dump's way, whose reader says what is wrong with it.
 fn sniff(bytes: &[u8]) -> Sniffed {
+    sniff_keys(bytes).unwrap_or(Sniffed::Other)
+}
+
+/// [`sniff`], `None` when no key decided (not JSON, no deciding key, or the text ends first).
+fn sniff_keys(bytes: &[u8]) -> Option<Sniffed> {
     const PREFIX: u64 = 1 << 20;
     let inflated;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
@@ -316,7 +339,7 @@ fn sniff(bytes: &[u8]) -> Sniffed {
     let mut found = None;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let _ = deserializer.deserialize_map(Top(&mut found));
-    found.unwrap_or(Sniffed::Other)
+    found
 }
 
 fn failed_plan_message(bytes: &[u8]) -> String {
