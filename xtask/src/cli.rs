@@ -198,12 +198,14 @@ fn train(dir: &Path, cli: &Path) -> Res<()> {
             ("roles", &[]),
             ("render", &[]),
             ("cost", &[]),
+            ("cost", &["--json"]),
         ] {
             let mut args = vec![dump];
             args.extend(options.iter().map(std::ffi::OsStr::new));
             runs.push((command, args));
         }
         runs.push(("diff", vec![dump, dump]));
+        runs.push(("audit", vec![dump, dump]));
     }
     let log = trace_log.as_os_str();
     runs.push(("graphs", vec![log]));
