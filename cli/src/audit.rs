@@ -2,7 +2,7 @@
 //! collective's identity (kept, combined, dropped by a rule, lost), with coverage before and
 //! after.
 
-use crate::{print_notes, read_input, write_output, CliError};
+use crate::{keep_until_exit, print_notes, read_input, write_output, CliError};
 use commlens::identity::json::AuditReport;
 use std::process::ExitCode;
 
@@ -51,5 +51,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         report.to_text()
     };
     write_output(None, &text)?;
+    keep_until_exit(report);
     Ok(ExitCode::SUCCESS)
 }

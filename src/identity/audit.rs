@@ -1,10 +1,7 @@
 //! Audit of a transform: the same graph before and after, collective by collective.
 
 use super::transform::resolve_members;
-use super::{
-    classify, classify_with_members, rules, Classification, Code, CollectiveIdentity, Diagnostic,
-    Source, Transport,
-};
+use super::{rules, Classification, Code, CollectiveIdentity, Diagnostic, Source, Transport};
 use crate::graph::{Graph, NodeId};
 use std::collections::HashMap;
 
@@ -111,8 +108,7 @@ fn describe(c: &CollectiveIdentity) -> String {
 /// Matches collectives of `before` and `after` (by name, `from_node` and provenance) and
 /// reports each before collective as kept, combined, dropped by a rule, or lost.
 pub fn audit(before: &Graph, after: &Graph) -> Audit {
-    let before_c = classify(before);
-    let after_c = classify_with_members(after, Some((before, &before_c)));
+    let (before_c, after_c) = super::classify::classify_before_and_after(before, after);
 
     // The before collectives each after collective comes from.
     let mut claims: HashMap<NodeId, Vec<(NodeId, String, usize)>> = HashMap::new();

@@ -103,6 +103,23 @@ pub(crate) fn classify_split_at(graph: &Graph, at: NodeId) -> Classification {
     classify_split_beside(graph, at, || (), |classification| classification).1
 }
 
+/// The classifications of a graph and of the graph a transform made of it, as `audit` needs
+/// them: [`classify`] of `before`, and [`classify_with_members`] of `after` resolving its
+/// members in `before`. Only the last step of the second needs the first, so the pass over
+/// the graph after's nodes is made on a second core while the graph before is classified.
+pub(super) fn classify_before_and_after(
+    before: &Graph,
+    after: &Graph,
+) -> (Classification, Classification) {
+    let (after_pass, before_c) = crate::parallel::join(
+        "commlens-classify",
+        || FirstPass::over(after, 0..after.len(), after.len()),
+        || classify(before),
+    );
+    let after_c = decide_the_rest(after, Some((before, &before_c)), after_pass);
+    (before_c, after_c)
+}
+
 /// Classifies `graph`, resolving transform provenance members (`from_node`,
 /// `bucketing_*_sources`, `fsdp_bucket_members`) in `members` — the graph before the
 /// transform and its classification — when given (as `audit` does). With `members`, a
