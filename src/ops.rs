@@ -217,11 +217,15 @@ pub fn is_inductor_wait(node: &Node) -> bool {
 
 /// Whether `node` waits on a collective: `wait_tensor` of either functional namespace.
 pub fn is_wait(node: &Node) -> bool {
-    node.op == Op::CallFunction
-        && matches!(
-            split_op(&node.target),
-            Some(("_c10d_functional" | "c10d_functional", "wait_tensor", _))
-        )
+    node.op == Op::CallFunction && is_wait_target(&node.target)
+}
+
+/// Whether a `call_function` node of `target` is a functional `wait_tensor` ([`is_wait`]).
+pub fn is_wait_target(target: &str) -> bool {
+    matches!(
+        split_op(target),
+        Some(("_c10d_functional" | "c10d_functional", "wait_tensor", _))
+    )
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ pub use roofline::Roofline;
 pub use simulate::{Launch, Stall, Step, StepSummary};
 
 use crate::dump::{lookup, node_index, Node, Op};
-use crate::graph::{split_op, Graph, NodeId};
+use crate::graph::{Graph, NodeId};
 use crate::ops::{Api, Transport};
 use crate::planner::BucketPlan;
 use crate::value::PyValue;
@@ -303,10 +303,7 @@ impl CallKind {
     fn of(target: &str) -> CallKind {
         CallKind {
             collective: crate::ops::collective_target(target).is_some(),
-            wait: matches!(
-                split_op(target),
-                Some(("_c10d_functional" | "c10d_functional", "wait_tensor", _))
-            ),
+            wait: crate::ops::is_wait_target(target),
             getitem: target == "_operator.getitem",
             formula: Formula::of(target),
         }
