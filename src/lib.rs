@@ -138,6 +138,24 @@ pub struct Planned {
 }
 
 impl Planned {
+    /// A plan on the dump's own tags, with the note for a dump that has none.
+    fn with_dump_tags(
+        graph: Graph,
+        plan: BucketPlan,
+        wire_records: Option<planner::report::WireRecordTexts>,
+    ) -> Planned {
+        let note = (plan.summary.tagged_collectives == 0)
+            .then(|| untagged_note(&graph))
+            .flatten();
+        Planned {
+            graph,
+            plan,
+            derived: None,
+            note,
+            wire_records,
+        }
+    }
+
     /// The plan report as JSON: the reference's `BucketPlan.to_dict()` byte for byte with
     /// [`TagMode::Dump`]; with tags derived from roles, also `"tags": "roles"` and the
     /// `"derived_tags"` (node, comm_type, comm_group, param_name and where it came from,
@@ -215,16 +233,7 @@ pub fn read_and_plan_with<'a>(
     match mode {
         TagMode::Dump => {
             let (graph, plan, wire_records) = read_and_plan_writing_wire(input, graph, args_json)?;
-            let note = (plan.summary.tagged_collectives == 0)
-                .then(|| untagged_note(&graph))
-                .flatten();
-            Ok(Planned {
-                graph,
-                plan,
-                derived: None,
-                note,
-                wire_records,
-            })
+            Ok(Planned::with_dump_tags(graph, plan, wire_records))
         }
         TagMode::Roles => {
             let args = match args_json {
@@ -280,14 +289,13 @@ pub fn untagged_note(graph: &Graph) -> Option<String> {
     ))
 }
 
-/// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
-/// own arguments). A dump's nodes keep no `repr` (`input::read_prepared_without_repr`): the
-/// graph returned is for reports, not to be hashed or written again.
-pub fn read_and_plan<'a>(
+/// Reads a dump (or a trace log's chosen graph) prepared for planning, without its nodes'
+/// reprs, and the planner's arguments: `args.json`'s, or else the dump's own.
+fn read_prepared_with_args<'a>(
     input: impl Into<input::Input<'a>>,
     graph: Option<usize>,
     args_json: Option<&[u8]>,
-) -> Result<(Graph, BucketPlan), PlanFailure> {
+) -> Result<(planner::Planner<Graph>, PlannerArgs), PlanFailure> {
     let args = match args_json {
         Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
         None => None,
@@ -296,6 +304,18 @@ pub fn read_and_plan<'a>(
     let planner: planner::Planner<Graph> =
         input::read_prepared_without_repr(input, graph).map_err(PlanFailure::from)?;
     let planner_args = resolve_args(planner.graph(), args.as_ref());
+    Ok((planner, planner_args))
+}
+
+/// Reads a dump (or a trace log's chosen graph) and plans it with `args.json` (or the dump's
+/// own arguments). A dump's nodes keep no `repr` (`input::read_prepared_without_repr`): the
+/// graph returned is for reports, not to be hashed or written again.
+pub fn read_and_plan<'a>(
+    input: impl Into<input::Input<'a>>,
+    graph: Option<usize>,
+    args_json: Option<&[u8]>,
+) -> Result<(Graph, BucketPlan), PlanFailure> {
+    let (planner, planner_args) = read_prepared_with_args(input, graph, args_json)?;
     let plan = planner.plan(&planner_args).map_err(PlanFailure::Args)?;
     Ok((planner.into_graph(), plan))
 }
@@ -315,13 +335,7 @@ fn read_and_plan_writing_wire<'a>(
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let args = match args_json {
-            Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
-            None => None,
-        };
-        let planner: planner::Planner<Graph> =
-            input::read_prepared_without_repr(input, graph).map_err(PlanFailure::from)?;
-        let planner_args = resolve_args(planner.graph(), args.as_ref());
+        let (planner, planner_args) = read_prepared_with_args(input, graph, args_json)?;
         // Written until the plan is made: waiting for the rest kept the report from starting.
         let planned = std::sync::atomic::AtomicBool::new(false);
         let (written, plan) = parallel::join(
@@ -353,13 +367,7 @@ pub fn cost_report<'a>(
 ) -> Result<Costed, PlanFailure> {
     let (planned, work) = match mode {
         TagMode::Dump => {
-            let args = match args_json {
-                Some(bytes) => Some(parse_args_json(bytes).map_err(PlanFailure::ArgsFile)?),
-                None => None,
-            };
-            let planner: planner::Planner<Graph> =
-                input::read_prepared_without_repr(input, graph).map_err(PlanFailure::from)?;
-            let planner_args = resolve_args(planner.graph(), args.as_ref());
+            let (planner, planner_args) = read_prepared_with_args(input, graph, args_json)?;
             // What each node computes and moves is gathered on the second core while the
             // plan is made (one after the other, they were a third of the run at 500k nodes).
             let (work, plan) = parallel::join(
@@ -368,18 +376,10 @@ pub fn cost_report<'a>(
                 || planner.plan(&planner_args),
             );
             let plan = plan.map_err(PlanFailure::Args)?;
-            let graph = planner.into_graph();
-            let note = (plan.summary.tagged_collectives == 0)
-                .then(|| untagged_note(&graph))
-                .flatten();
-            let planned = Planned {
-                graph,
-                plan,
-                derived: None,
-                note,
-                wire_records: None,
-            };
-            (planned, work)
+            (
+                Planned::with_dump_tags(planner.into_graph(), plan, None),
+                work,
+            )
         }
         TagMode::Roles => {
             let planned = read_and_plan_with(input, graph, args_json, mode)?;

@@ -804,11 +804,53 @@ impl RolesReport {
         graph: Graph,
         w: &mut dyn std::io::Write,
     ) -> std::io::Result<RolesReport> {
+        RolesReport::new_writing(
+            graph,
+            w,
+            |graph, classification, w| {
+                crate::text::write_in_pieces(w, |out, flush| {
+                    out.push('{');
+                    push_fields(
+                        roles_classification_fields(graph, classification),
+                        true,
+                        out,
+                        flush,
+                        // The plan is being made on the other core.
+                        Printing::OneThread,
+                    );
+                })
+            },
+            |report, w| {
+                crate::text::write_in_pieces(w, |out, flush| {
+                    let fields = roles_plan_fields(
+                        &report.graph,
+                        &report.classification,
+                        &report.buckets,
+                        &report.bucket_diagnostics,
+                    );
+                    push_fields(fields, false, out, flush, Printing::TwoThreads);
+                    out.push_str("\n}\n");
+                })
+            },
+        )
+    }
+
+    /// The report made while it is written: `classified` writes what needs only the
+    /// classification while the plan and then the buckets' identities are made on a second
+    /// thread, and `rest` writes what follows once the report is whole
+    /// ([`RolesReport::new_writing_json`], [`RolesReport::new_writing_text`]). The first
+    /// write error stops the writing and is returned.
+    fn new_writing(
+        graph: Graph,
+        w: &mut dyn std::io::Write,
+        classified: impl FnOnce(&Graph, &Classification, &mut dyn std::io::Write) -> std::io::Result<()>,
+        rest: impl FnOnce(&RolesReport, &mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> std::io::Result<RolesReport> {
         let args = crate::resolve_args(&graph, None);
         // Whichever thread asks first classifies; the other waits for it (in wasm, and
         // without a second thread, the two run in turn).
-        let classified = std::sync::OnceLock::new();
-        let classification = || classified.get_or_init(|| classify(&graph));
+        let classification_once = std::sync::OnceLock::new();
+        let classification = || classification_once.get_or_init(|| classify(&graph));
         let (buckets, written) = crate::parallel::join(
             "commlens-plan",
             || {
@@ -819,24 +861,11 @@ impl RolesReport {
                     &plan,
                 ))
             },
-            || {
-                let classification = classification();
-                crate::text::write_in_pieces(w, |out, flush| {
-                    out.push('{');
-                    push_fields(
-                        roles_classification_fields(&graph, classification),
-                        true,
-                        out,
-                        flush,
-                        // The plan is being made on the other core.
-                        Printing::OneThread,
-                    );
-                })
-            },
+            || classified(&graph, classification(), &mut *w),
         );
         written?;
         let (buckets, bucket_diagnostics) = buckets.unwrap_or_default();
-        let classification = match classified.into_inner() {
+        let classification = match classification_once.into_inner() {
             Some(classification) => classification,
             // Not reached: the writing asked for it.
             None => classify(&graph),
@@ -847,16 +876,7 @@ impl RolesReport {
             buckets,
             bucket_diagnostics,
         };
-        crate::text::write_in_pieces(w, |out, flush| {
-            let fields = roles_plan_fields(
-                &report.graph,
-                &report.classification,
-                &report.buckets,
-                &report.bucket_diagnostics,
-            );
-            push_fields(fields, false, out, flush, Printing::TwoThreads);
-            out.push_str("\n}\n");
-        })?;
+        rest(&report, w)?;
         Ok(report)
     }
 
@@ -908,41 +928,18 @@ impl RolesReport {
         graph: Graph,
         w: &mut dyn std::io::Write,
     ) -> std::io::Result<RolesReport> {
-        let args = crate::resolve_args(&graph, None);
-        let classified = std::sync::OnceLock::new();
-        let classification = || classified.get_or_init(|| classify(&graph));
-        let (buckets, written) = crate::parallel::join(
-            "commlens-plan",
-            || {
-                let plan = crate::planner::plan(&graph, &args).ok()?;
-                Some(bucket_identities_on_this_thread(
-                    &graph,
-                    classification(),
-                    &plan,
-                ))
-            },
-            || {
-                let classification = classification();
+        RolesReport::new_writing(
+            graph,
+            w,
+            |graph, classification, w| {
                 crate::text::write_terminal_safe_in_pieces(w, |out, flush| {
-                    push_collective_table(&graph, classification, out, flush);
+                    push_collective_table(graph, classification, out, flush);
                 })
             },
-        );
-        written?;
-        let (buckets, bucket_diagnostics) = buckets.unwrap_or_default();
-        let classification = match classified.into_inner() {
-            Some(classification) => classification,
-            // Not reached: the writing asked for it.
-            None => classify(&graph),
-        };
-        let report = RolesReport {
-            graph,
-            classification,
-            buckets,
-            bucket_diagnostics,
-        };
-        crate::text::write_terminal_safe_in_pieces(w, |out, _| push_text_tail(&report, out))?;
-        Ok(report)
+            |report, w| {
+                crate::text::write_terminal_safe_in_pieces(w, |out, _| push_text_tail(report, out))
+            },
+        )
     }
 }
 
