@@ -1588,15 +1588,12 @@ impl RawNode<'_> {
 
     /// Writes the node's signature record as [`crate::signature::SignatureHasher::add`]
     /// writes it once the node is checked, when that needs no check: the node has a name and
-    /// a `repr`, whose strings the record takes as they are. False, writing nothing,
-    /// otherwise. (A node that then fails its checks ends the read, record and all.)
+    /// either a `repr`, whose strings the record takes as they are, or none and fields that
+    /// parsed (its Python strings are then rendered from them, as from the checked node's:
+    /// checking only resolves the references, which render as their names). False, writing
+    /// nothing, otherwise. (A node that then fails its checks ends the read, record and all.)
     fn write_record(&self, out: &mut String) -> bool {
-        let (Slot::Got(name), Slot::Got(Some(repr))) = (&self.name, &self.repr) else {
-            return false;
-        };
-        let (Slot::Got(target), Slot::Got(args), Slot::Got(kwargs)) =
-            (&repr.target, &repr.args, &repr.kwargs)
-        else {
+        let Slot::Got(name) = &self.name else {
             return false;
         };
         let no_meta;
@@ -1608,7 +1605,39 @@ impl RawNode<'_> {
             }
             Slot::Wrong(_) => return false,
         };
-        crate::signature::write_record(out, name, [target, args, kwargs], meta);
+        match &self.repr {
+            Slot::Got(Some(repr)) => {
+                let (Slot::Got(target), Slot::Got(args), Slot::Got(kwargs)) =
+                    (&repr.target, &repr.args, &repr.kwargs)
+                else {
+                    return false;
+                };
+                crate::signature::write_record(out, name, [target, args, kwargs], meta);
+            }
+            Slot::Got(None) | Slot::Missing => {
+                let (Slot::Got(op), Slot::Got(target)) = (&self.op, &self.target) else {
+                    return false;
+                };
+                let Some(op) = Op::parse(op) else {
+                    return false;
+                };
+                let args = match &self.args {
+                    Slot::Missing => &[][..],
+                    Slot::Got(Ok(items)) => items,
+                    _ => return false,
+                };
+                let kwargs = match &self.kwargs {
+                    Slot::Missing => None,
+                    Slot::Got(entries) if entries.values().all(Result::is_ok) => Some(entries),
+                    _ => return false,
+                };
+                let kwargs = kwargs.into_iter().flatten().filter_map(|(key, value)| {
+                    value.as_ref().ok().map(|value| (key.as_str(), value))
+                });
+                crate::signature::write_record_rendered(out, name, op, target, args, kwargs, meta);
+            }
+            Slot::Wrong(_) => return false,
+        }
         true
     }
 }

@@ -4,11 +4,11 @@
 //! planner logged. The reader hashes each node as it reads it ([`crate::Dump::signature`]),
 //! while the node is still in cache; [`graph_signature`] recomputes it from any graph.
 
-use crate::dump::Node;
+use crate::dump::{Node, Op};
 use crate::graph::Graph;
 use crate::meta::Meta;
 use crate::pyjson;
-use crate::value::{py_repr_str, PyValue};
+use crate::value::{write_py_repr_str, PyValue};
 use std::borrow::Cow;
 use std::cell::RefCell;
 
@@ -180,9 +180,24 @@ impl SignatureHasher {
         if self.skipped {
             return;
         }
-        let (target, args, kwargs) = python_strings(node);
         self.add_writing(|out| {
-            write_record(out, &node.name, [&target, &args, &kwargs], &node.meta);
+            match &node.repr {
+                Some(repr) => write_record(
+                    out,
+                    &node.name,
+                    [repr.target(), repr.args(), repr.kwargs()],
+                    &node.meta,
+                ),
+                None => write_record_rendered(
+                    out,
+                    &node.name,
+                    node.op,
+                    &node.target,
+                    &node.args,
+                    node.kwargs.iter().map(|(k, v)| (k.as_str(), v)),
+                    &node.meta,
+                ),
+            }
             true
         });
     }
@@ -258,9 +273,6 @@ impl SignatureHasher {
     }
 }
 
-/// `str(node.target)`, `str(node.args)`, `str(node.kwargs)`: from the dump's `repr` field
-/// when present, else rendered as Python would print them (best effort: a dump cannot say
-/// whether an array was a tuple or a list).
 /// Writes a node's record, `[name, str(target), str(args), str(kwargs), {metadata}]`, to
 /// `out`.
 pub(crate) fn write_record(out: &mut String, name: &str, strings: [&str; 3], meta: &Meta) {
@@ -280,6 +292,9 @@ pub(crate) fn write_record(out: &mut String, name: &str, strings: [&str; 3], met
     out.push(']');
 }
 
+/// `str(node.target)`, `str(node.args)`, `str(node.kwargs)`: from the dump's `repr` field
+/// when present, else rendered as Python would print them (best effort: a dump cannot say
+/// whether an array was a tuple or a list).
 pub fn python_strings(node: &Node) -> (Cow<'_, str>, Cow<'_, str>, Cow<'_, str>) {
     if let Some(repr) = &node.repr {
         return (
@@ -288,22 +303,69 @@ pub fn python_strings(node: &Node) -> (Cow<'_, str>, Cow<'_, str>, Cow<'_, str>)
             Cow::Borrowed(repr.kwargs()),
         );
     }
-    let target = python_target_str(node);
-    let args = PyValue::py_repr_tuple(&node.args);
-    let kwargs = {
-        let mut out = String::from("{");
-        for (i, (k, v)) in node.kwargs.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            out.push_str(&py_repr_str(k));
-            out.push_str(": ");
-            out.push_str(&v.py_repr());
-        }
-        out.push('}');
-        out
-    };
+    let mut strings = Default::default();
+    render_python_strings(
+        &mut strings,
+        node.op,
+        &node.target,
+        &node.args,
+        node.kwargs.iter().map(|(k, v)| (k.as_str(), v)),
+    );
+    let [target, args, kwargs] = strings;
     (Cow::Owned(target), Cow::Owned(args), Cow::Owned(kwargs))
+}
+
+/// Renders a node's `str(target)`, `str(args)` and `str(kwargs)` into `strings` (each
+/// cleared first), as [`python_strings`] does for a node without a `repr`.
+fn render_python_strings<'v>(
+    strings: &mut [String; 3],
+    op: Op,
+    target: &str,
+    args: &[PyValue],
+    kwargs: impl IntoIterator<Item = (&'v str, &'v PyValue)>,
+) {
+    let [target_out, args_out, kwargs_out] = strings;
+    target_out.clear();
+    write_python_target(target_out, op, target);
+    args_out.clear();
+    PyValue::write_repr_tuple(args_out, args);
+    kwargs_out.clear();
+    kwargs_out.push('{');
+    for (i, (k, v)) in kwargs.into_iter().enumerate() {
+        if i > 0 {
+            kwargs_out.push_str(", ");
+        }
+        write_py_repr_str(kwargs_out, k);
+        kwargs_out.push_str(": ");
+        v.write_repr(kwargs_out);
+    }
+    kwargs_out.push('}');
+}
+
+thread_local! {
+    /// The strings [`write_record_rendered`] renders a node's into, kept for the next node:
+    /// allocating three a node was a fifth of checking a dump written without `repr`s.
+    static RENDERED: RefCell<[String; 3]> = RefCell::default();
+}
+
+/// Writes the record of a node without a `repr` ([`write_record`]), its Python strings
+/// rendered from its fields.
+pub(crate) fn write_record_rendered<'v>(
+    out: &mut String,
+    name: &str,
+    op: Op,
+    target: &str,
+    args: &[PyValue],
+    kwargs: impl IntoIterator<Item = (&'v str, &'v PyValue)>,
+    meta: &Meta,
+) {
+    RENDERED.with(|rendered| {
+        // Never borrowed twice: rendering calls nothing that writes a record.
+        let mut strings = rendered.borrow_mut();
+        render_python_strings(&mut strings, op, target, args, kwargs);
+        let [target, args, kwargs] = &*strings;
+        write_record(out, name, [target, args, kwargs], meta);
+    });
 }
 
 /// Namespaces of `torch.ops` whose `str()` is the canonical name itself.
@@ -321,20 +383,27 @@ const OP_NAMESPACES: &[&str] = &[
     "_dtensor",
 ];
 
-fn python_target_str(node: &Node) -> String {
-    use crate::dump::Op;
-    if node.op != Op::CallFunction {
-        return node.target.to_string();
+/// Appends `str(node.target)` to `out`.
+fn write_python_target(out: &mut String, op: Op, target: &str) {
+    if op != Op::CallFunction {
+        out.push_str(target);
+        return;
     }
-    if let Some(name) = node.target.strip_prefix("_operator.") {
-        return format!("<built-in function {name}>");
+    if let Some(name) = target.strip_prefix("_operator.") {
+        out.push_str("<built-in function ");
+        out.push_str(name);
+        out.push('>');
+        return;
     }
-    let namespace = node.target.split('.').next().unwrap_or_default();
+    let namespace = target.split('.').next().unwrap_or_default();
     if OP_NAMESPACES.contains(&namespace) {
-        return node.target.to_string();
+        out.push_str(target);
+        return;
     }
-    let last = node.target.rsplit('.').next().unwrap_or(&node.target);
-    format!("<function {last}>")
+    let last = target.rsplit('.').next().unwrap_or(target);
+    out.push_str("<function ");
+    out.push_str(last);
+    out.push('>');
 }
 
 #[cfg(test)]

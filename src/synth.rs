@@ -576,14 +576,28 @@ pub fn synthetic_dump(spec: SynthSpec) -> String {
 /// the 500k-node dump issue 14 was measured on (173 MB of JSON, 7.9 MB gzipped). Costs that go
 /// with the nodes weigh more against a floor that goes with the bytes.
 pub fn lean_dump(text: &str) -> Result<String, String> {
-    relaid(text, false)
+    relaid(text, Extra::Nothing)
+}
+
+/// [`lean_dump`] without the nodes' `repr`s, which the format allows (the exporter always
+/// writes them): the reader then renders each node's Python strings for the signature.
+pub fn lean_dump_without_reprs(text: &str) -> Result<String, String> {
+    relaid(text, Extra::NoReprs)
 }
 
 /// [`lean_dump`] with a `stack_trace` in every node's `meta`, as the exporter writes with
 /// `--with-stack-trace`: four frames of Python source a node (about 450 bytes, with escaped
 /// quotes and line breaks), each node's different, so no two nodes keep the same metadata.
 pub fn lean_dump_with_stack_traces(text: &str) -> Result<String, String> {
-    relaid(text, true)
+    relaid(text, Extra::StackTraces)
+}
+
+/// How [`relaid`] changes a node besides dropping its `val`.
+#[derive(Clone, Copy, PartialEq)]
+enum Extra {
+    Nothing,
+    StackTraces,
+    NoReprs,
 }
 
 /// A stack trace as torch records one in a node's `meta`: the frames that made node `i`.
@@ -605,9 +619,9 @@ fn stack_trace(i: usize) -> String {
         .collect()
 }
 
-/// The nodes of a [`synthetic_dump`] laid out as the exporter does, without `val`, and with a
-/// stack trace each when `stack_traces`.
-fn relaid(text: &str, stack_traces: bool) -> Result<String, String> {
+/// The nodes of a [`synthetic_dump`] laid out as the exporter does, without `val`, and
+/// changed as `extra` says.
+fn relaid(text: &str, extra: Extra) -> Result<String, String> {
     const NODES: &str = "\"nodes\": [\n";
     let at = text.find(NODES).ok_or("no \"nodes\" line")?;
     let head: serde_json::Map<String, serde_json::Value> =
@@ -633,9 +647,12 @@ fn relaid(text: &str, stack_traces: bool) -> Result<String, String> {
             serde_json::from_str(line).map_err(|e| format!("node {i}: {e}"))?;
         if let Some(meta) = node.get_mut("meta").and_then(|m| m.as_object_mut()) {
             meta.shift_remove("val");
-            if stack_traces {
+            if extra == Extra::StackTraces {
                 meta.insert("stack_trace".into(), stack_trace(i).into());
             }
+        }
+        if let (Extra::NoReprs, Some(fields)) = (extra, node.as_object_mut()) {
+            fields.shift_remove("repr");
         }
         if i > 0 {
             out.push_str(",\n");

@@ -381,28 +381,35 @@ impl PyValue {
 
     /// `repr(tuple(items))`.
     pub fn py_repr_tuple(items: &[PyValue]) -> String {
-        let mut out = String::from("(");
+        let mut out = String::new();
+        Self::write_repr_tuple(&mut out, items);
+        out
+    }
+
+    /// Appends `repr(tuple(items))` to `out`.
+    pub(crate) fn write_repr_tuple(out: &mut String, items: &[PyValue]) {
+        out.push('(');
         for (i, item) in items.iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
-            item.write_repr(&mut out);
+            item.write_repr(out);
         }
         if items.len() == 1 {
             out.push(',');
         }
         out.push(')');
-        out
     }
 
-    fn write_repr(&self, out: &mut String) {
+    /// Appends `repr(self)` to `out` ([`PyValue::py_repr`]).
+    pub(crate) fn write_repr(&self, out: &mut String) {
         match self {
             PyValue::None => out.push_str("None"),
             PyValue::Bool(true) => out.push_str("True"),
             PyValue::Bool(false) => out.push_str("False"),
-            PyValue::Int(i) => out.push_str(&i.to_string()),
+            PyValue::Int(i) => crate::pyjson::write_int(out, i.get()),
             PyValue::Float(f) => out.push_str(&crate::pyjson::float_repr(*f)),
-            PyValue::Str(s) => out.push_str(&py_repr_str(s)),
+            PyValue::Str(s) => write_py_repr_str(out, s),
             PyValue::List(items) => {
                 out.push('[');
                 for (i, item) in items.iter().enumerate() {
@@ -419,7 +426,7 @@ impl PyValue {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    out.push_str(&py_repr_str(k));
+                    write_py_repr_str(out, k);
                     out.push_str(": ");
                     v.write_repr(out);
                 }
@@ -465,12 +472,19 @@ fn device_repr(s: &str) -> String {
 /// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; escapes
 /// backslash, the quote, `\n`, `\r`, `\t`, and non-printable characters.
 pub fn py_repr_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    write_py_repr_str(&mut out, s);
+    out
+}
+
+/// Appends [`py_repr_str`]`(s)` to `out`.
+pub(crate) fn write_py_repr_str(out: &mut String, s: &str) {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
         '\''
     };
-    let mut out = String::with_capacity(s.len() + 2);
+    out.reserve(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
         match c {
@@ -496,7 +510,6 @@ pub fn py_repr_str(s: &str) -> String {
         }
     }
     out.push(quote);
-    out
 }
 
 /// Approximates Python's `str.isprintable` for one character: control, separator (other

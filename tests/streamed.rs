@@ -216,13 +216,45 @@ fn records_made_beside_the_read_are_the_signature() {
             "stack traces",
             commlens::synth::lean_dump_with_stack_traces(&synthetic).unwrap(),
         ),
+        (
+            "without reprs",
+            commlens::synth::lean_dump_without_reprs(&synthetic).unwrap(),
+        ),
         ("with val", synthetic),
     ] {
         agrees(name, text.as_bytes());
         agrees(name, &gzip(text.as_bytes()));
+        // A read for the planner, which keeps no reprs, writes each batch's records on the
+        // thread that parsed it.
+        let read = read_dump(text.as_bytes()).unwrap();
+        let planner: commlens::planner::Planner<commlens::graph::Graph> =
+            commlens::input::read_prepared(text.as_bytes(), None).unwrap();
+        assert_eq!(
+            Some(planner.signature()),
+            read.signature.as_deref(),
+            "{name}"
+        );
     }
+    // Nodes without `repr`, their Python strings rendered from the parsed fields (before the
+    // nodes are checked) as from the checked nodes: every kind of value in `args` and
+    // `kwargs`, references, and each way a target prints.
+    let rendered = [
+        r#"{"name": "p", "op": "placeholder", "target": "p"}"#,
+        r#"{"name": "q", "op": "get_attr", "target": "layers.0.w", "args": [], "kwargs": {}}"#,
+        r#"{"name": "add", "op": "call_function", "target": "_operator.add", "args": [{"node": "p"}, 1]}"#,
+        r#"{"name": "mm", "op": "call_function", "target": "aten.mm.default", "args": [{"node": "p"}, [{"node": "q"}, -7, 2.5, null, true, "it's", "a\"b\u0007"]], "kwargs": {"dtype": {"dtype": "torch.float32"}, "dim": [0, 1], "k'ey": "v", "s": {"sym": "s0"}, "r": {"repr": "slice(None, None, None)"}}}"#,
+        r#"{"name": "f", "op": "call_function", "target": "my_lib.helpers.fused", "args": [{"node": "mm"}], "kwargs": {"device": {"device": "cuda:0"}, "x": [1, [{"node": "add"}]]}}"#,
+        r#"{"name": "output", "op": "output", "target": "output", "args": [[{"node": "f"}, 170141183460469231731687303715884105727]]}"#,
+    ];
+    let nodes = rendered.join(",\n");
+    let text = format!(
+        "{{\n\"format\": \"commlens.graph\",\n\"version\": 1,\n\"nodes\": [\n{nodes}\n]\n}}\n"
+    );
+    agrees("rendered strings", text.as_bytes());
+    agrees("rendered strings, gzipped", &gzip(text.as_bytes()));
     // Declined: a trace log; a document the whole-text reader reads (two `nodes` arrays); a
-    // node without `repr` (its record needs the node checked); no `nodes`; over the limit.
+    // node whose `repr` is not its strings (the check would fail it); no `nodes`; over the
+    // limit.
     let spec = commlens::synth::SynthSpec::with_nodes(300);
     let log = commlens::synth::synthetic_trace_log(spec, true);
     let node =
@@ -252,7 +284,10 @@ fn records_made_beside_the_read_are_the_signature() {
     for (name, text) in [
         ("trace log", log),
         ("two nodes keys", dump(&with_repr, r#", "nodes": []"#)),
-        ("no repr", dump(&format!("{node}}}"), "")),
+        (
+            "repr not strings",
+            dump(&format!(r#"{node}, "repr": {{"target": 1}}}}"#), ""),
+        ),
         (
             "no nodes",
             r#"{"format": "commlens.graph", "version": 1}"#.to_string(),
