@@ -18,6 +18,7 @@ pub mod meta;
 pub mod ops;
 pub mod parallel;
 pub mod planner;
+mod pretty_json;
 pub mod pyjson;
 pub mod signature;
 pub mod synth;

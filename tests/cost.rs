@@ -308,8 +308,17 @@ fn every_dump_costs_without_panicking() {
             }
             assert!(report.collectives.iter().all(|c| c.us.is_finite()));
             assert!(report.compute.iter().all(|c| c.us.is_finite()));
-            let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+            let text = report.to_json();
+            let json: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(json["format"], "commlens.cost");
+            // Printed a row at a time (natively on two threads once there are more rows than
+            // a chunk), it is serde_json's pretty text of its value.
+            assert_eq!(
+                text,
+                serde_json::to_string_pretty(&json).unwrap() + "\n",
+                "{}",
+                path.display()
+            );
             assert!(!report.to_text().is_empty());
         }
         costed += 1;

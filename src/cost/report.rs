@@ -4,6 +4,7 @@
 use super::{CostModel, GpuGeneration, Hardware, StepSummary};
 use crate::graph::Graph;
 use crate::planner::BucketPlan;
+use crate::pretty_json::Field;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -162,16 +163,29 @@ impl<'g> CostReport<'g> {
         String::from_utf8(text).unwrap_or_default()
     }
 
-    /// [`CostReport::to_json`] written to `w` as it is made: serde_json's own pretty printer
-    /// over the rows, which were made into a `Value` each before (at 500k nodes, 680 MB and
-    /// four times the dump's size for a 45 MB text).
+    /// [`CostReport::to_json`] written to `w` as it is made: the rows an item at a time
+    /// (natively, half of them printed on a second thread), each as serde_json's pretty
+    /// printer writes it. (Made into a `Value` each, the rows of 500k nodes had needed 680 MB,
+    /// four times the dump's size, for a 45 MB text; printed on one thread, they were a tenth
+    /// of `cost --json` at 500k.)
     pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
-        let mut serializer =
-            serde_json::Serializer::with_formatter(&mut w, serde_json::ser::PrettyFormatter::new());
-        CostJson(self).serialize(&mut serializer)?;
-        std::io::Write::write_all(&mut w, b"\n")?;
-        std::io::Write::flush(&mut w)
+        crate::pretty_json::write_pretty_fields(self.json_fields(), w)
+    }
+
+    /// The JSON form's entries (`"format": "commlens.cost"`, version 1), in order.
+    fn json_fields(&self) -> Vec<(&'static str, Field<'_>)> {
+        vec![
+            ("format", Field::Value("commlens.cost".into())),
+            ("version", Field::Value(1.into())),
+            ("hardware", Field::Value(hardware_json(&self.hardware))),
+            ("collectives", rows(&self.collectives)),
+            ("compute", rows(&self.compute)),
+            ("buckets", rows(&self.buckets)),
+            (
+                "summary",
+                Field::Value(serde_json::to_value(SummariesJson(self)).unwrap_or_default()),
+            ),
+        ]
     }
 
     /// The summary, the hardware, and the ten most exposed collectives or buckets of each
@@ -338,35 +352,12 @@ impl<'g> CostReport<'g> {
     }
 }
 
-/// The JSON form's object (`"format": "commlens.cost"`, version 1): its keys, in order, are
-/// the ones below; serialized field by field, so no row is held as a `Value`.
-struct CostJson<'r, 'g>(&'r CostReport<'g>);
-
-impl Serialize for CostJson<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let report = self.0;
-        let mut o = serializer.serialize_struct("CostReport", 7)?;
-        o.serialize_field("format", "commlens.cost")?;
-        o.serialize_field("version", &1)?;
-        o.serialize_field("hardware", &hardware_json(&report.hardware))?;
-        o.serialize_field("collectives", &Rows(&report.collectives))?;
-        o.serialize_field("compute", &Rows(&report.compute))?;
-        o.serialize_field("buckets", &Rows(&report.buckets))?;
-        o.serialize_field("summary", &SummariesJson(report))?;
-        o.end()
-    }
-}
-
 /// A slice of rows as a JSON array, each row as its entry in the JSON form.
-struct Rows<'r, T>(&'r [T]);
-
-impl<T> Serialize for Rows<'_, T>
+fn rows<T: Sync>(rows: &[T]) -> Field<'_>
 where
     for<'t> RowJson<'t, T>: Serialize,
 {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(RowJson))
-    }
+    Field::Indexed(rows.len(), Box::new(move |i: usize| RowJson(&rows[i])))
 }
 
 /// One row as the JSON form writes it.
