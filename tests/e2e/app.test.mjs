@@ -93,11 +93,27 @@ test('the bucket ids carry the reference signature however it is made: beside th
   }
 });
 
-test('a dump the signature worker declines (no reprs) is hashed by the wasm, as the CLI hashes it', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+test('a dump without reprs has its signature made beside the read, as the CLI hashes it', { skip: !haveShared && 'no shared corpus' }, async (t) => {
   const dump = readDump(join(CASES, 'llama1_dropout_blocks', 'dump.json'));
   for (const n of dump.nodes) delete n.repr;
   const path = join(WORK, 'no-repr.json');
   writeFileSync(path, JSON.stringify(dump));
+  const ids = bucketIds(nativePlan(path).buckets);
+  const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript: eightCores });
+  await app.waitForRendered('header');
+  const { perf, shown } = await dropForSignature(app, path);
+  assert.match(perf, /\(signature: beside the read\b/);
+  assert.deepEqual(shown, ids);
+  app.assertNoErrors();
+});
+
+test('a dump the signature worker declines (its nodes twice) is hashed by the wasm, as the CLI hashes it', { skip: !haveShared && 'no shared corpus' }, async (t) => {
+  const dump = readDump(join(CASES, 'llama1_dropout_blocks', 'dump.json'));
+  // A document that repeats a key is read as JSON reads it, the last `nodes` counting; the
+  // worker, which parses nodes as they come, leaves such a document to the reader.
+  const text = JSON.stringify(dump).replace(/^\{/, '{"nodes": [],');
+  const path = join(WORK, 'nodes-twice.json');
+  writeFileSync(path, text);
   const ids = bucketIds(nativePlan(path).buckets);
   const app = await openApp(t, { viewport: { width: 1400, height: 1000 }, initScript: eightCores });
   await app.waitForRendered('header');
