@@ -4,9 +4,9 @@
 //! than on arithmetic; told which branches are taken and which functions are hot, the compiler
 //! lays the reader out for the common case. The profile is made here, from the source being
 //! built, so it cannot go stale: an instrumented CLI reads synthetic dumps of every layout the
-//! reader has a path for (`examples/synth_dump.rs`: gzipped, plain, one line, stack traces) and
-//! the bundled examples (a dump traced by torch, a TORCH_TRACE log) through every command, then
-//! the CLI is built again with what it recorded. At 500k and 1M nodes this took 8-12% off `plan`,
+//! reader has a path for (`examples/synth_dump.rs`: gzipped, plain, one line, stack traces, no
+//! `repr`s) and the bundled examples (a dump traced by torch, a TORCH_TRACE log) through every
+//! command, then the CLI is built again with what it recorded. At 500k and 1M nodes this took 8-12% off `plan`,
 //! `render` and `roles --json` (docs/performance.md, twenty-ninth session).
 //!
 //! Needs rustup's `llvm-tools` component (installed here when missing) for `llvm-profdata`;
@@ -21,11 +21,12 @@ const TRAINING_NODES: &str = "100000";
 
 /// The layouts the training dumps are written in (`synth_dump`'s shape argument, and the
 /// file's name): each takes a different path through the reader.
-const TRAINING_SHAPES: [(&str, &str); 4] = [
+const TRAINING_SHAPES: [(&str, &str); 5] = [
     ("synthetic.json.gz", ""),
     ("lean.json", "lean"),
     ("lean-one-line.json", "lean-one-line"),
     ("traced.json", "traced"),
+    ("lean-no-repr.json", "lean-no-repr"),
 ];
 
 /// Builds the release CLI with profile-guided optimisation (or, when the profile tools are
