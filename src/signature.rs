@@ -343,8 +343,8 @@ fn render_python_strings<'v>(
 }
 
 thread_local! {
-    /// The strings [`write_record_rendered`] renders a node's into, kept for the next node:
-    /// allocating three a node was a fifth of checking a dump written without `repr`s.
+    /// The strings [`write_record_rendered`] renders a node's into, kept for the next node
+    /// rather than three allocated for each (a dump without `repr`s renders every node's).
     static RENDERED: RefCell<[String; 3]> = RefCell::default();
 }
 

@@ -166,8 +166,7 @@ impl<'g> CostReport<'g> {
     /// [`CostReport::to_json`] written to `w` as it is made: the rows an item at a time
     /// (natively, half of them printed on a second thread), each as serde_json's pretty
     /// printer writes it. (Made into a `Value` each, the rows of 500k nodes had needed 680 MB,
-    /// four times the dump's size, for a 45 MB text; printed on one thread, they were a tenth
-    /// of `cost --json` at 500k.)
+    /// four times the dump's size, for a 45 MB text.)
     pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         crate::pretty_json::write_pretty_fields(self.json_fields(), w)
     }
