@@ -8,7 +8,7 @@ use crate::dump::{Node, Op};
 use crate::graph::Graph;
 use crate::meta::Meta;
 use crate::pyjson;
-use crate::value::{write_py_repr_str, PyValue};
+use crate::value::PyValue;
 use std::borrow::Cow;
 use std::cell::RefCell;
 
@@ -330,16 +330,7 @@ fn render_python_strings<'v>(
     args_out.clear();
     PyValue::write_repr_tuple(args_out, args);
     kwargs_out.clear();
-    kwargs_out.push('{');
-    for (i, (k, v)) in kwargs.into_iter().enumerate() {
-        if i > 0 {
-            kwargs_out.push_str(", ");
-        }
-        write_py_repr_str(kwargs_out, k);
-        kwargs_out.push_str(": ");
-        v.write_repr(kwargs_out);
-    }
-    kwargs_out.push('}');
+    PyValue::write_repr_dict(kwargs_out, kwargs);
 }
 
 thread_local! {

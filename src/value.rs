@@ -401,6 +401,23 @@ impl PyValue {
         out.push(')');
     }
 
+    /// Appends `repr(dict(entries))` to `out`.
+    pub(crate) fn write_repr_dict<'v>(
+        out: &mut String,
+        entries: impl IntoIterator<Item = (&'v str, &'v PyValue)>,
+    ) {
+        out.push('{');
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            write_py_repr_str(out, k);
+            out.push_str(": ");
+            v.write_repr(out);
+        }
+        out.push('}');
+    }
+
     /// Appends `repr(self)` to `out` ([`PyValue::py_repr`]).
     pub(crate) fn write_repr(&self, out: &mut String) {
         match self {
@@ -421,16 +438,7 @@ impl PyValue {
                 out.push(']');
             }
             PyValue::Dict(map) => {
-                out.push('{');
-                for (i, (k, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    write_py_repr_str(out, k);
-                    out.push_str(": ");
-                    v.write_repr(out);
-                }
-                out.push('}');
+                Self::write_repr_dict(out, map.iter().map(|(k, v)| (k.as_str(), v)));
             }
             PyValue::Node(r) => out.push_str(&r.name),
             PyValue::Dtype(s) | PyValue::Sym(s) | PyValue::Opaque(s) => out.push_str(s),
