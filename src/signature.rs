@@ -92,7 +92,8 @@ pub fn without_records<T>(read: impl FnOnce() -> T) -> T {
 /// Made without checking or keeping the nodes, in about half a read's time, for a host that
 /// digests them beside the read ([`without_records`]). `None` when they cannot be made that
 /// way: the bytes are not a dump this reader reads node by node (a trace log, a document the
-/// whole-text reader reads), are over the input-size limit, or a node has no `repr`. Bytes
+/// whole-text reader reads), are over the input-size limit, or a node's record needs its
+/// check (a field of the wrong kind; a node without `repr` has its strings rendered). Bytes
 /// that do not hold a valid dump may give records; their read fails, and nobody asks for
 /// their signature.
 pub fn records_of_dump(bytes: &[u8]) -> Option<String> {
