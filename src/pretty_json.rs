@@ -92,16 +92,16 @@ impl<'o> PrettyObject<'o> {
 }
 
 /// The indentation of the deepest lines `roles --json` prints, and more, at once.
-pub(crate) const SPACES: &str = "                                ";
+const SPACES: &str = "                                ";
 
 /// Two spaces for each of `depth` levels, in pieces of at most [`SPACES`].
-pub(crate) fn indent_pieces(depth: usize) -> impl Iterator<Item = &'static str> {
+fn indent_pieces(depth: usize) -> impl Iterator<Item = &'static str> {
     let (whole, rest) = (2 * depth / SPACES.len(), 2 * depth % SPACES.len());
     std::iter::repeat_n(SPACES, whole).chain((rest > 0).then(|| &SPACES[..rest]))
 }
 
 /// Two spaces for each of `depth` levels.
-pub(crate) fn push_indent(out: &mut String, depth: usize) {
+fn push_indent(out: &mut String, depth: usize) {
     indent_pieces(depth).for_each(|piece| out.push_str(piece));
 }
 
@@ -143,7 +143,7 @@ pub(crate) fn push_json_str(out: &mut String, text: &str) {
 /// The first byte from `from` on that a JSON string escapes (`"`, `\`, a control
 /// character), found eight bytes at a time: names and most evidence have none, and the
 /// evidence that quotes a tag has four.
-pub(crate) fn next_escaped(bytes: &[u8], from: usize) -> Option<usize> {
+fn next_escaped(bytes: &[u8], from: usize) -> Option<usize> {
     use crate::words::{bytes_equal, control_bytes};
     let marks =
         |word: u64| control_bytes(word) | bytes_equal(word, b'"') | bytes_equal(word, b'\\');
@@ -231,7 +231,7 @@ pub(crate) fn write_pretty_fields(
 /// serde_json's `PrettyFormatter` (two spaces) for a value that starts `depth` levels deep:
 /// its line breaks are indented to its place in the whole document. (Pretty-printing alone
 /// and indenting each line after was a third of `commlens roles --json`.)
-pub(crate) struct PrettyAt {
+struct PrettyAt {
     depth: usize,
     has_value: bool,
 }
@@ -313,7 +313,7 @@ impl serde_json::ser::Formatter for PrettyAt {
 }
 
 /// [`pretty_fields`]'s text into `out`; `flush` sees it after each array item.
-pub(crate) fn pretty_fields_into(
+fn pretty_fields_into(
     fields: Vec<(&str, Field<'_>)>,
     out: &mut String,
     flush: &mut dyn FnMut(&mut String),
@@ -362,12 +362,12 @@ pub(crate) fn push_fields(
 }
 
 /// `value` pretty-printed `depth` levels deep.
-pub(crate) fn push_at(out: &mut String, value: &Value, depth: usize) {
+fn push_at(out: &mut String, value: &Value, depth: usize) {
     push_serialized(out, value, depth, &mut Vec::new());
 }
 
 /// `value` pretty-printed `depth` levels deep, through `scratch`.
-pub(crate) fn push_serialized(
+fn push_serialized(
     out: &mut String,
     value: &impl serde::Serialize,
     depth: usize,
@@ -387,11 +387,7 @@ pub(crate) fn push_serialized(
 
 /// Items `range` of an array's items as they are printed two levels deep (each after its
 /// line break, the ones after the first after a comma).
-pub(crate) fn push_item_range(
-    range: std::ops::Range<usize>,
-    items: &dyn Indexed,
-    out: &mut String,
-) {
+fn push_item_range(range: std::ops::Range<usize>, items: &dyn Indexed, out: &mut String) {
     let mut scratch = Vec::new();
     for i in range {
         out.push_str(if i == 0 { "\n    " } else { ",\n    " });
@@ -409,12 +405,12 @@ pub(crate) enum Printing {
 }
 
 /// Items in a chunk: what is printed on one thread before the other's turn.
-pub(crate) const ITEM_CHUNK: usize = 64;
+const ITEM_CHUNK: usize = 64;
 
 /// The `len` items of an array (at least one), in order, into `out`, flushed after each
 /// chunk. Natively, with [`Printing::TwoThreads`], every other chunk is made on a second
 /// thread while this one makes and writes its own; at most two chunks wait.
-pub(crate) fn push_items(
+fn push_items(
     len: usize,
     item: &dyn Indexed,
     out: &mut String,
